@@ -1,0 +1,194 @@
+"""Timing and reporting for cuweave benchmarks (not tests: no timing is ever asserted).
+
+GPU time: CUDA events around ``iters`` queued calls (after ``warmup``), via cuweave's own event
+wrapper on the current stream of the package under test. Host overhead: µs per call of
+back-to-back calls, synchronized once at the end. Results: JSON + Markdown + PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+__all__ = ["gpu_time_ms", "host_us_per_call", "cpu_time_ms", "Results", "device_sync",
+           "peer", "l2_flush"]
+
+
+def peer(name: str):
+    """Import a peer package (torch, cupy, nvmath) if installed, else ``None``."""
+    try:
+        return __import__(name)
+    except Exception:
+        return None
+
+
+def device_sync() -> None:
+    from cuweave._internal import cuda
+
+    cuda.driver().cuCtxSynchronize()
+
+
+def _stream_ptr(stream) -> int:
+    if stream is None:
+        return 0
+    from cuweave._internal.streams import resolve_stream
+
+    return resolve_stream(stream).ptr
+
+
+def gpu_time_ms(fn, *, iters: int = 20, warmup: int = 3, stream=None, repeats: int = 3) -> float:
+    """Median over ``repeats`` of (event-timed span of ``iters`` queued calls) / ``iters``."""
+    from cuweave._internal import cuda
+
+    s = _stream_ptr(stream)
+    for _ in range(warmup):
+        fn()
+    device_sync()
+    times = []
+    for _ in range(repeats):
+        start, end = cuda.Event(), cuda.Event()
+        start.record(s)
+        for _ in range(iters):
+            fn()
+        end.record(s)
+        end.synchronize()
+        times.append(start.elapsed_ms(end) / iters)
+    return statistics.median(times)
+
+
+def host_us_per_call(fn, *, calls: int = 2000, warmup: int = 50, sync=None,
+                     repeats: int = 5) -> float:
+    """Median over ``repeats`` of wall µs per call for ``calls`` back-to-back calls."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if sync:
+            sync()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(times)
+
+
+def cpu_time_ms(fn, *, iters: int = 5, warmup: int = 1) -> float:
+    """Median wall ms of ``fn()`` (CPU work)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+_FLUSH: dict = {}
+
+
+def l2_flush(nbytes: int = 256 << 20) -> None:
+    """Overwrite a buffer larger than L2 on the legacy stream (for cold-cache timings)."""
+    from cuweave._internal import cuda
+
+    drv = cuda.driver()
+    buf = _FLUSH.get("buf")
+    if buf is None:
+        buf = _FLUSH["buf"] = cuda.check(drv.cuMemAlloc(nbytes))
+    cuda.check(drv.cuMemsetD8Async(buf, 0, nbytes, 0))
+
+
+class Results:
+    """Collects rows ``{case, impl, metric, value, unit, ...}`` and writes JSON/MD/PNG."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.meta = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        }
+        try:
+            from cuweave._internal.info import collect
+
+            d = collect()
+            self.meta["gpus"] = d.get("gpus")
+            self.meta["packages"] = d.get("packages")
+            self.meta["libraries"] = {k: v.get("version") for k, v in d["libraries"].items()}
+        except Exception as e:  # pragma: no cover
+            self.meta["info_error"] = str(e)
+
+    def add(self, *, case: str, impl: str, metric: str, value: float, unit: str, **meta):
+        row = {"case": case, "impl": impl, "metric": metric, "value": float(value),
+               "unit": unit, **meta}
+        self.rows.append(row)
+        print(f"  {case:40s} {impl:28s} {metric:10s} {value:12.4g} {unit}", flush=True)
+        return row
+
+    def add_ratio(self, *, case: str, metric: str, num: str, den: str, higher_is_better: bool,
+                  target: float | None = None):
+        """Add ``cuweave-vs-<den>`` speedup for ``case`` (≥ 1 means cuweave is better)."""
+        vals = {r["impl"]: r["value"] for r in self.rows
+                if r["case"] == case and r["metric"] == metric}
+        if num not in vals or den not in vals or not vals[num] or not vals[den]:
+            return None
+        ratio = vals[num] / vals[den] if higher_is_better else vals[den] / vals[num]
+        return self.add(case=case, impl=f"{num} vs {den}", metric="speedup", value=ratio,
+                        unit="x", target=target)
+
+    def write(self, out_dir: str, name: str) -> list[str]:
+        os.makedirs(out_dir, exist_ok=True)
+        base = os.path.join(out_dir, name)
+        with open(base + ".json", "w") as f:
+            json.dump({"meta": self.meta, "rows": self.rows}, f, indent=1)
+        with open(base + ".md", "w") as f:
+            f.write(self.markdown(name))
+        paths = [base + ".json", base + ".md"]
+        png = self._plot(base + ".png")
+        if png:
+            paths.append(png)
+        return paths
+
+    def markdown(self, title: str) -> str:
+        gpus = self.meta.get("gpus") or []
+        where = ", ".join(g["name"] for g in gpus) or "CPU only"
+        lines = [f"# {title}", "", f"{self.meta['time']} — {where} — Python "
+                 f"{self.meta['python']}", "",
+                 "| case | implementation | metric | value | unit | target |",
+                 "|---|---|---|---:|---|---|"]
+        for r in self.rows:
+            tgt = r.get("target")
+            lines.append(f"| {r['case']} | {r['impl']} | {r['metric']} | {r['value']:.4g} | "
+                         f"{r['unit']} | {'' if tgt is None else f'≥ {tgt}'} |")
+        return "\n".join(lines) + "\n"
+
+    def _plot(self, path: str) -> str | None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except Exception:
+            return None
+        rows = [r for r in self.rows if r["metric"] == "speedup"]
+        if not rows:
+            return None
+        fig, ax = plt.subplots(figsize=(9, 0.35 * len(rows) + 1.5))
+        labels = [f"{r['case']}\n{r['impl']}" for r in rows]
+        vals = [r["value"] for r in rows]
+        ax.barh(range(len(rows)), vals, color=["tab:green" if v >= (r.get("target") or 1.0)
+                                               else "tab:red" for v, r in zip(vals, rows)])
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.set_xlabel("speedup of cuweave (≥ 1: cuweave better)")
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        return path

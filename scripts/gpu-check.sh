@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Everything a GPU is needed for, in one command, on the GPU machine (see ../shared/GPU.md):
+# installs the carried wheels (.whl/), runs the GPU tests, the examples and the quick benchmarks.
+#   bash scripts/gpu-check.sh                 # all parts
+#   PARTS=tests PYTEST_ARGS="tests/fft" bash scripts/gpu-check.sh
+#   PARTS=bench BENCH_ENGINES=matmul BENCH_FULL=1 bash scripts/gpu-check.sh
+# Logs go to $OUT (or ./gpu-check-out): summary.txt, pytest-gpu.txt, examples.txt, bench.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+PARTS=${PARTS:-tests,examples,bench}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1
+status=0
+{
+  echo "== gpu-check $(date -u +%FT%TZ) parts=$PARTS"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  python3 -m cuweave info
+} > "$OUT/summary.txt" 2>&1
+
+if [[ $PARTS == *tests* ]]; then
+  python3 -m pytest -q -m "gpu or multi_gpu" -p no:cacheprovider ${PYTEST_ARGS:-tests} \
+    > "$OUT/pytest-gpu.txt" 2>&1
+  rc=$?; [[ $rc -ne 0 ]] && status=1
+  { echo "== pytest -m gpu: rc=$rc"; tail -n 30 "$OUT/pytest-gpu.txt"; } >> "$OUT/summary.txt"
+fi
+
+if [[ $PARTS == *examples* ]]; then
+  : > "$OUT/examples.txt"
+  for f in $(find examples -name '*.py' | sort); do
+    echo "== $f" >> "$OUT/examples.txt"
+    timeout 300 python3 "$f" >> "$OUT/examples.txt" 2>&1
+    rc=$?; [[ $rc -ne 0 ]] && status=1
+    echo "== $f: rc=$rc" | tee -a "$OUT/examples.txt" >> "$OUT/summary.txt"
+  done
+fi
+
+if [[ $PARTS == *bench* ]]; then
+  quick=--quick; [[ -n ${BENCH_FULL:-} ]] && quick=
+  python3 benchmarks/run.py --engines "${BENCH_ENGINES:-matmul,fft,device_fft}" $quick \
+    --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
+  rc=$?; [[ $rc -ne 0 ]] && status=1
+  { echo "== benchmarks: rc=$rc"; grep -E "speedup|==|Error" "$OUT/bench.txt" | tail -n 60; } \
+    >> "$OUT/summary.txt"
+  tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench bench.txt && rm -rf "$OUT/bench" "$OUT/bench.txt"
+fi
+echo "== gpu-check status=$status" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+exit $status

@@ -1,0 +1,56 @@
+"""Command line: ``python -m cuweave demo | info | bench [...]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _info(args) -> int:
+    from ._internal.info import collect, format_info
+
+    d = collect()
+    print(json.dumps(d, indent=2) if args.json else format_info(d))
+    return 0
+
+
+def _demo(args) -> int:
+    from . import _demo
+
+    return _demo.main(args.rest)
+
+
+def _bench(args) -> int:
+    import os
+    import runpy
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    runner = os.path.join(here, "..", "..", "benchmarks", "run.py")
+    if not os.path.exists(runner):
+        print("cuweave bench needs a source checkout (benchmarks/run.py was not found)",
+              file=sys.stderr)
+        return 2
+    sys.argv = [runner, *args.rest]
+    runpy.run_path(runner, run_name="__main__")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cuweave", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    pi = sub.add_parser("info", help="GPUs, driver, libraries and usable execution spaces")
+    pi.add_argument("--json", action="store_true", help="print JSON")
+    pi.set_defaults(fn=_info)
+    pd = sub.add_parser("demo", help="run the end-to-end demo (on the CPU without a GPU)")
+    pd.add_argument("rest", nargs=argparse.REMAINDER)
+    pd.set_defaults(fn=_demo)
+    pb = sub.add_parser("bench", help="run the benchmarks (source checkout)")
+    pb.add_argument("rest", nargs=argparse.REMAINDER)
+    pb.set_defaults(fn=_bench)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

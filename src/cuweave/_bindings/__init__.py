@@ -1,0 +1,1 @@
+"""ctypes declarations of NVIDIA's math libraries (loaded lazily) and their enums."""

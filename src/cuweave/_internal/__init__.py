@@ -1,0 +1,1 @@
+"""Shared machinery: operands, streams, memory, lifecycle, options, errors, logging, cache."""

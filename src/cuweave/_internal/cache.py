@@ -1,0 +1,93 @@
+"""The one plan-cache helper: an LRU of planned objects keyed by spec keys.
+
+Bounded by entry count and by total workspace bytes; thread-safe. A hit removes the object from
+the cache (so two threads never share one planned object); the caller puts it back after use.
+Evicted objects are freed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+__all__ = ["PlanCache"]
+
+
+class PlanCache:
+    """LRU cache ``key → object``; objects are handed out exclusively (``pop``/``put``).
+
+    Examples
+    --------
+    >>> class Obj:
+    ...     def free(self):
+    ...         print("freed")
+    >>> c = PlanCache(maxsize=1)
+    >>> c.put("k1", Obj())
+    >>> c.put("k2", Obj())
+    freed
+    >>> c.pop("k1") is None, c.pop("k2") is not None
+    (True, True)
+    """
+
+    def __init__(self, maxsize: int = 64, max_workspace_bytes: int = 1 << 30):
+        self.maxsize = maxsize
+        self.max_workspace_bytes = max_workspace_bytes
+        self._items: OrderedDict = OrderedDict()  # key -> list[(obj, nbytes)]
+        self._count = 0
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def pop(self, key):
+        """Take the most recently stored object for ``key`` (``None`` on a miss)."""
+        with self._lock:
+            entries = self._items.get(key)
+            if not entries:
+                self.misses += 1
+                return None
+            obj, nbytes = entries.pop()
+            if not entries:
+                del self._items[key]
+            self._count -= 1
+            self._bytes -= nbytes
+            self.hits += 1
+            return obj
+
+    def put(self, key, obj, workspace_bytes: int = 0) -> None:
+        """Store ``obj`` under ``key``, evicting (and freeing) the least recently used."""
+        evicted = []
+        with self._lock:
+            self._items.setdefault(key, []).append((obj, workspace_bytes))
+            self._items.move_to_end(key)
+            self._count += 1
+            self._bytes += workspace_bytes
+            while self._count > self.maxsize or (
+                    self._bytes > self.max_workspace_bytes and self._count > 1):
+                old_key, entries = next(iter(self._items.items()))
+                old, nb = entries.pop(0)
+                if not entries:
+                    del self._items[old_key]
+                self._count -= 1
+                self._bytes -= nb
+                evicted.append(old)
+        for old in evicted:
+            _free(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            items, self._items = self._items, OrderedDict()
+            self._count = self._bytes = 0
+        for entries in items.values():
+            for obj, _ in entries:
+                _free(obj)
+
+    def __len__(self) -> int:
+        return self._count
+
+
+def _free(obj) -> None:
+    try:
+        obj.free()
+    except Exception:
+        pass

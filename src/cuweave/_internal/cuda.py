@@ -1,0 +1,257 @@
+"""Lazy CUDA runtime helpers over ``cuda.bindings.driver`` (and ``cuda.core`` where it helps).
+
+Nothing here imports CUDA at module import time, so ``import cuweave`` works on machines with no
+driver. ``is_available()`` answers, once per process, whether a CUDA device is usable.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+
+from .errors import CudaDriverError, CudaUnavailableError
+
+__all__ = [
+    "driver",
+    "check",
+    "is_available",
+    "unavailable_reason",
+    "device_count",
+    "set_device",
+    "current_device",
+    "compute_capability",
+    "device_name",
+    "driver_version",
+    "total_memory",
+    "synchronize",
+    "memcpy_async",
+    "memcpy",
+    "host_alloc",
+    "host_free",
+    "Event",
+]
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def driver():
+    """The ``cuda.bindings.driver`` module, with ``cuInit`` done (raises CudaUnavailableError)."""
+    drv = _state.get("driver")
+    if drv is not None:
+        return drv
+    with _lock:
+        if "driver" in _state:
+            return _state["driver"]
+        try:
+            from cuda.bindings import driver as drv
+        except ImportError as e:
+            _state["reason"] = "cuda-bindings is not installed (pip install 'cuweave[cu13]')"
+            raise CudaUnavailableError(_state["reason"]) from e
+        try:
+            (err,) = drv.cuInit(0)
+        except Exception as e:  # libcuda.so missing: no driver
+            _state["reason"] = f"the CUDA driver could not be loaded ({e})"
+            raise CudaUnavailableError(_state["reason"]) from e
+        if int(err) != 0:
+            _state["reason"] = f"cuInit failed with {_err_name(drv, err)} (no usable GPU/driver)"
+            raise CudaUnavailableError(_state["reason"])
+        _state["driver"] = drv
+        return drv
+
+
+def _err_name(drv, err) -> str:
+    try:
+        e, name = drv.cuGetErrorName(err)
+        return name.decode() if int(e) == 0 else str(int(err))
+    except Exception:
+        return str(err)
+
+
+def check(result, function: str = ""):
+    """Unpack a ``cuda.bindings`` result tuple, raising :class:`CudaDriverError` on failure."""
+    err = result[0]
+    if int(err) != 0:
+        drv = _state.get("driver")
+        name = _err_name(drv, err) if drv is not None else getattr(err, "name", str(err))
+        raise CudaDriverError(int(err), function, name=name)
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def is_available() -> bool:
+    """``True`` when cuda-bindings imports, the driver initializes and a device exists."""
+    ok = _state.get("available")
+    if ok is None:
+        try:
+            ok = device_count() > 0
+            if not ok:
+                _state["reason"] = "no CUDA device was found"
+        except CudaUnavailableError:
+            ok = False
+        _state["available"] = ok
+    return ok
+
+
+def unavailable_reason() -> str | None:
+    """Why CUDA is not usable (``None`` when it is)."""
+    return None if is_available() else _state.get("reason", "unknown")
+
+
+def device_count() -> int:
+    drv = driver()
+    return int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+
+
+def require(device_id: int = 0) -> None:
+    """Raise :class:`CudaUnavailableError` unless device ``device_id`` is usable."""
+    if not is_available():
+        raise CudaUnavailableError(
+            f"CUDA execution was requested but CUDA is not usable: {unavailable_reason()}; "
+            "use execution='cpu'"
+        )
+    n = device_count()
+    if not 0 <= device_id < n:
+        raise CudaUnavailableError(f"device_id must be in [0, {n}), got {device_id!r}")
+
+
+@cache
+def _primary_context(device_id: int):
+    drv = driver()
+    dev = check(drv.cuDeviceGet(device_id), "cuDeviceGet")
+    return check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+
+
+def current_device() -> int | None:
+    """The device of the calling thread's current context, or ``None`` when there is none."""
+    drv = driver()
+    err, dev = drv.cuCtxGetDevice()
+    return int(dev) if int(err) == 0 else None
+
+
+def set_device(device_id: int) -> None:
+    """Make ``device_id``'s primary context current on this thread (no-op when it already is)."""
+    drv = driver()
+    if current_device() == device_id:
+        return
+    check(drv.cuCtxSetCurrent(_primary_context(device_id)), "cuCtxSetCurrent")
+
+
+def _attribute(device_id: int, attr_name: str) -> int:
+    drv = driver()
+    attr = getattr(drv.CUdevice_attribute, attr_name)
+    return int(check(drv.cuDeviceGetAttribute(attr, device_id), "cuDeviceGetAttribute"))
+
+
+@cache
+def compute_capability(device_id: int = 0) -> tuple[int, int]:
+    return (
+        _attribute(device_id, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
+        _attribute(device_id, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"),
+    )
+
+
+@cache
+def multiprocessor_count(device_id: int = 0) -> int:
+    return _attribute(device_id, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
+
+
+@cache
+def l2_cache_size(device_id: int = 0) -> int:
+    return _attribute(device_id, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
+
+
+@cache
+def device_name(device_id: int = 0) -> str:
+    drv = driver()
+    raw = check(drv.cuDeviceGetName(256, device_id), "cuDeviceGetName")
+    return raw.split(b"\0", 1)[0].decode()
+
+
+@cache
+def total_memory(device_id: int = 0) -> int:
+    drv = driver()
+    return int(check(drv.cuDeviceTotalMem(device_id), "cuDeviceTotalMem"))
+
+
+def driver_version() -> int:
+    drv = driver()
+    return int(check(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
+
+
+def synchronize(stream: int) -> None:
+    """Block until all work queued on stream handle ``stream`` is done."""
+    drv = driver()
+    check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+
+def memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
+    """Asynchronous copy between any two pointers (unified addressing decides the direction)."""
+    if nbytes:
+        drv = driver()
+        check(drv.cuMemcpyAsync(dst, src, nbytes, stream), "cuMemcpyAsync")
+
+
+def memcpy_2d_async(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int,
+                    stream: int) -> None:
+    """Pitched 2-D copy (``width`` bytes × ``height`` rows) between any two pointers."""
+    drv = driver()
+    p = drv.CUDA_MEMCPY2D()
+    p.srcMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_UNIFIED
+    p.srcDevice = src
+    p.srcPitch = spitch
+    p.dstMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_UNIFIED
+    p.dstDevice = dst
+    p.dstPitch = dpitch
+    p.WidthInBytes = width
+    p.Height = height
+    check(drv.cuMemcpy2DAsync(p, stream), "cuMemcpy2DAsync")
+
+
+def memcpy(dst: int, src: int, nbytes: int) -> None:
+    if nbytes:
+        drv = driver()
+        check(drv.cuMemcpy(dst, src, nbytes), "cuMemcpy")
+
+
+def host_alloc(nbytes: int) -> int:
+    """Page-locked host memory (portable); free with :func:`host_free`."""
+    drv = driver()
+    flags = drv.CU_MEMHOSTALLOC_PORTABLE
+    return int(check(drv.cuMemHostAlloc(max(nbytes, 1), flags), "cuMemHostAlloc"))
+
+
+def host_free(ptr: int) -> None:
+    drv = driver()
+    check(drv.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+class Event:
+    """A CUDA event for timing (``record(stream)``, ``elapsed_ms(other)``, ``synchronize()``)."""
+
+    __slots__ = ("_h",)
+
+    def __init__(self, timing: bool = True):
+        drv = driver()
+        flags = 0 if timing else drv.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self._h = check(drv.cuEventCreate(flags), "cuEventCreate")
+
+    def record(self, stream: int = 0) -> Event:
+        check(driver().cuEventRecord(self._h, stream), "cuEventRecord")
+        return self
+
+    def synchronize(self) -> None:
+        check(driver().cuEventSynchronize(self._h), "cuEventSynchronize")
+
+    def elapsed_ms(self, end: Event) -> float:
+        return float(check(driver().cuEventElapsedTime(self._h, end._h), "cuEventElapsedTime"))
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        drv = _state.get("driver")
+        if h is not None and drv is not None:
+            try:
+                drv.cuEventDestroy(h)
+            except Exception:
+                pass

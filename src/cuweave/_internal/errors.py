@@ -1,0 +1,168 @@
+"""The cuweave error hierarchy.
+
+Every error cuweave raises on purpose derives from :class:`CuweaveError`. User mistakes also
+derive from the matching builtin (``ValueError``/``TypeError``) so ``except ValueError`` keeps
+working for code written against NumPy or nvmath-python.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CuweaveError",
+    "InvalidOperandError",
+    "InvalidOptionError",
+    "UnsupportedLayoutError",
+    "InvalidStateError",
+    "LibraryNotFoundError",
+    "CudaUnavailableError",
+    "LibraryError",
+    "CublasLtError",
+    "CufftError",
+    "CudaDriverError",
+]
+
+
+class CuweaveError(Exception):
+    """Base class of every error raised by cuweave."""
+
+
+class InvalidOperandError(CuweaveError, ValueError):
+    """An operand has an unsupported type, dtype, shape, layout or location."""
+
+
+class InvalidOptionError(CuweaveError, ValueError):
+    """An option, enum value or keyword argument is invalid."""
+
+
+class UnsupportedLayoutError(CuweaveError, ValueError):
+    """A memory layout the library cannot express.
+
+    ``permutation`` (when not ``None``) is an axis order for which a copy of the operand
+    (``x.transpose(permutation).copy()``-like) would be supported.
+    """
+
+    def __init__(self, message: str, permutation: tuple[int, ...] | None = None):
+        super().__init__(message)
+        self.permutation = permutation
+
+
+class InvalidStateError(CuweaveError, RuntimeError):
+    """A method was called in the wrong lifecycle phase (e.g. execute before plan, after free)."""
+
+
+class LibraryNotFoundError(CuweaveError, ImportError):
+    """A native library or Python package is missing; the message names the pip extra."""
+
+    def __init__(self, library: str, extra: str, detail: str = ""):
+        self.library = library
+        self.extra = extra
+        msg = (
+            f"{library} could not be found; install it with "
+            f"`pip install 'cuweave[{extra}]'`"
+        )
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class CudaUnavailableError(CuweaveError, RuntimeError):
+    """CUDA execution was requested but no usable CUDA device/driver exists."""
+
+
+class LibraryError(CuweaveError, RuntimeError):
+    """A native library call returned an error status.
+
+    Attributes: ``status`` (int), ``status_name`` (str), ``function`` (str).
+    """
+
+    library = "library"
+    _names: dict[int, str] = {}
+    _hints: dict[str, str] = {}
+
+    def __init__(self, status: int, function: str = "", hint: str | None = None):
+        self.status = int(status)
+        self.status_name = self._names.get(self.status, f"UNKNOWN_STATUS_{self.status}")
+        self.function = function
+        where = f"{function} " if function else ""
+        msg = f"{self.library} {where}failed with {self.status_name} ({self.status})"
+        hint = hint if hint is not None else self._hints.get(self.status_name)
+        if hint:
+            msg += f": {hint}"
+        super().__init__(msg)
+
+
+class CublasLtError(LibraryError):
+    """A cuBLASLt call returned a status other than CUBLAS_STATUS_SUCCESS."""
+
+    library = "cuBLASLt"
+    _names = {
+        0: "CUBLAS_STATUS_SUCCESS",
+        1: "CUBLAS_STATUS_NOT_INITIALIZED",
+        3: "CUBLAS_STATUS_ALLOC_FAILED",
+        7: "CUBLAS_STATUS_INVALID_VALUE",
+        8: "CUBLAS_STATUS_ARCH_MISMATCH",
+        11: "CUBLAS_STATUS_MAPPING_ERROR",
+        13: "CUBLAS_STATUS_EXECUTION_FAILED",
+        14: "CUBLAS_STATUS_INTERNAL_ERROR",
+        15: "CUBLAS_STATUS_NOT_SUPPORTED",
+        16: "CUBLAS_STATUS_LICENSE_ERROR",
+    }
+    _hints = {
+        "CUBLAS_STATUS_NOT_INITIALIZED": "the CUDA driver or context is not usable; check "
+        "`python -m cuweave info`",
+        "CUBLAS_STATUS_ALLOC_FAILED": "the GPU is out of memory; free memory or lower "
+        "options.memory_limit",
+        "CUBLAS_STATUS_INVALID_VALUE": "a parameter combination is invalid for this operation "
+        "(dtype/compute type/epilog/layout); see the cuBLASLt documentation",
+        "CUBLAS_STATUS_ARCH_MISMATCH": "this GPU architecture does not support the requested "
+        "feature (e.g. fp8 needs compute capability >= 8.9)",
+        "CUBLAS_STATUS_EXECUTION_FAILED": "the GPU kernel failed to launch or run",
+        "CUBLAS_STATUS_NOT_SUPPORTED": "no algorithm supports this combination of dtypes, "
+        "compute type, epilog and layouts; try another compute type or epilog",
+    }
+
+
+class CufftError(LibraryError):
+    """A cuFFT call returned a result other than CUFFT_SUCCESS."""
+
+    library = "cuFFT"
+    _names = {
+        0: "CUFFT_SUCCESS",
+        1: "CUFFT_INVALID_PLAN",
+        2: "CUFFT_ALLOC_FAILED",
+        3: "CUFFT_INVALID_TYPE",
+        4: "CUFFT_INVALID_VALUE",
+        5: "CUFFT_INTERNAL_ERROR",
+        6: "CUFFT_EXEC_FAILED",
+        7: "CUFFT_SETUP_FAILED",
+        8: "CUFFT_INVALID_SIZE",
+        9: "CUFFT_UNALIGNED_DATA",
+        11: "CUFFT_INVALID_DEVICE",
+        13: "CUFFT_NO_WORKSPACE",
+        14: "CUFFT_NOT_IMPLEMENTED",
+        16: "CUFFT_NOT_SUPPORTED",
+        17: "CUFFT_MISSING_DEPENDENCY",
+        18: "CUFFT_NVRTC_FAILURE",
+        19: "CUFFT_NVJITLINK_FAILURE",
+        20: "CUFFT_NVSHMEM_FAILURE",
+    }
+    _hints = {
+        "CUFFT_ALLOC_FAILED": "the GPU is out of memory",
+        "CUFFT_INVALID_SIZE": "a transform length or batch layout is not supported",
+        "CUFFT_NOT_SUPPORTED": "this layout/type combination is not supported by cuFFT",
+        "CUFFT_MISSING_DEPENDENCY": "callbacks need nvJitLink and NVRTC: "
+        "`pip install 'cuweave[cu13]'`",
+        "CUFFT_NVJITLINK_FAILURE": "linking the callback LTO-IR failed; compile it for this "
+        "GPU's compute capability",
+    }
+
+
+class CudaDriverError(LibraryError):
+    """A CUDA driver/runtime call failed."""
+
+    library = "CUDA"
+
+    def __init__(self, status: int, function: str = "", hint: str | None = None, name: str = ""):
+        if name:
+            self._names = {int(status): name}
+        super().__init__(status, function, hint)

@@ -1,0 +1,80 @@
+"""One lifecycle base for every stateful cuweave object (Matmul, FFT, ...).
+
+Subclasses declare what they hold and implement :meth:`_release`; the base gives phase
+preconditions (:meth:`_require_planned`), idempotent :meth:`free`, the context manager, and
+cleanup at garbage collection that never raises.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidStateError
+from .logging import get_logger
+
+__all__ = ["StatefulObject"]
+
+_log = get_logger("lifecycle")
+
+
+class StatefulObject:
+    """Base class: ``plan`` before ``execute``; ``free()`` once; usable as a context manager.
+
+    Examples
+    --------
+    >>> class Thing(StatefulObject):
+    ...     def _release(self):
+    ...         print("released")
+    >>> with Thing() as t:
+    ...     t._mark_planned()
+    ...     t._require_planned("execute")
+    released
+    >>> t.free()  # idempotent
+    """
+
+    _planned: bool = False
+    _freed: bool = False
+
+    def _mark_planned(self) -> None:
+        self._planned = True
+
+    def _require_valid(self, method: str) -> None:
+        if self._freed:
+            raise InvalidStateError(
+                f"{type(self).__name__}.{method}() cannot be called after free()")
+
+    def _require_planned(self, method: str) -> None:
+        if self._freed:
+            self._require_valid(method)
+        if not self._planned:
+            raise InvalidStateError(
+                f"{type(self).__name__}.{method}() requires plan() to be called first")
+
+    def _release(self) -> None:
+        """Free native resources (descriptors, plans, workspaces). Override in subclasses."""
+
+    def free(self) -> None:
+        """Release every resource this object holds; safe to call more than once."""
+        if self._freed:
+            return
+        self._freed = True
+        self._planned = False
+        self._release()
+
+    @property
+    def is_freed(self) -> bool:
+        return self._freed
+
+    def __enter__(self):
+        self._require_valid("__enter__")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.free()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception as e:  # never raise from a finalizer
+            try:
+                _log.debug("cleanup of %s failed: %s", type(self).__name__, e)
+            except Exception:
+                pass

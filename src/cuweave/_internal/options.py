@@ -1,0 +1,153 @@
+"""Options helpers and execution spaces shared by every engine.
+
+Options are dataclasses validated in ``__post_init__`` without side effects; every options
+argument also accepts a ``dict`` (:func:`coerce_options`). ``execution=`` accepts ``"cuda"``,
+``"cpu"``, :class:`ExecutionCUDA`, :class:`ExecutionCPU` or a dict such as
+``{"name": "cpu", "num_threads": 4}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import InvalidOptionError
+from .logging import get_logger
+
+__all__ = ["coerce_options", "ExecutionCUDA", "ExecutionCPU", "resolve_execution",
+           "check_enum"]
+
+_log = get_logger("execution")
+
+
+def coerce_options(value, cls, name: str = "options"):
+    """Return ``value`` as a ``cls`` instance: ``None`` → defaults, dict → ``cls(**value)``."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - fields)
+        if unknown:
+            raise InvalidOptionError(
+                f"{name} keys must be among {sorted(fields)}, got unknown {unknown!r}")
+        return cls(**value)
+    raise InvalidOptionError(f"{name} must be a {cls.__name__}, a dict or None, got {value!r}")
+
+
+def check_enum(value, enum_cls, name: str, *, allow_none: bool = False):
+    """Coerce ``value`` (member, int or case-insensitive name) to ``enum_cls``."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, enum_cls):
+        return value
+    try:
+        if isinstance(value, str):
+            key = value.strip().upper()
+            if key in enum_cls.__members__:
+                return enum_cls[key]
+            prefixed = [m for m in enum_cls.__members__ if m.endswith("_" + key)]
+            if len(prefixed) == 1:
+                return enum_cls[prefixed[0]]
+            raise KeyError(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return enum_cls(value)
+    except (KeyError, ValueError):
+        pass
+    names = ", ".join(enum_cls.__members__)
+    raise InvalidOptionError(f"{name} must be a {enum_cls.__name__} ({names}), got {value!r}")
+
+
+@dataclass(frozen=True)
+class ExecutionCUDA:
+    """Run on CUDA device ``device_id``."""
+
+    device_id: int = 0
+    name: Literal["cuda"] = "cuda"
+
+    def __post_init__(self):
+        if not isinstance(self.device_id, int) or isinstance(self.device_id, bool) \
+                or self.device_id < 0:
+            raise InvalidOptionError(
+                f"device_id must be a non-negative int, got {self.device_id!r}")
+        if self.name != "cuda":
+            raise InvalidOptionError(f"name must be 'cuda', got {self.name!r}")
+
+
+@dataclass(frozen=True)
+class ExecutionCPU:
+    """Run on the CPU with ``num_threads`` threads (``None``: all cores)."""
+
+    num_threads: int | None = None
+    name: Literal["cpu"] = "cpu"
+
+    def __post_init__(self):
+        n = self.num_threads
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise InvalidOptionError(f"num_threads must be a positive int or None, got {n!r}")
+        if self.name != "cpu":
+            raise InvalidOptionError(f"name must be 'cpu', got {self.name!r}")
+
+    @property
+    def threads(self) -> int:
+        return self.num_threads or os.cpu_count() or 1
+
+
+_EXPECTED = ("'cuda', 'cpu', ExecutionCUDA(device_id=...), ExecutionCPU(num_threads=...), "
+             "a dict with 'name', or None")
+
+
+def _parse_execution(execution):
+    if isinstance(execution, ExecutionCUDA | ExecutionCPU):
+        return execution
+    if isinstance(execution, str):
+        key = execution.strip().lower()
+        if key in ("cuda", "gpu"):
+            return ExecutionCUDA()
+        if key == "cpu":
+            return ExecutionCPU()
+    if isinstance(execution, dict):
+        d = dict(execution)
+        kind = str(d.pop("name", "")).lower()
+        cls = {"cuda": ExecutionCUDA, "cpu": ExecutionCPU}.get(kind)
+        if cls is not None:
+            return coerce_options(d, cls, "execution")
+    raise InvalidOptionError(f"execution must be {_EXPECTED}, got {execution!r}")
+
+
+def resolve_execution(execution, *, operand_device: str, operand_device_id: int | None,
+                      host_default: str = "cuda", default_device_id: int = 0):
+    """Choose the execution space for operands living on ``operand_device``.
+
+    Device operands run on their device (CPU execution for them is refused). Host operands run
+    where ``execution`` says; by default on CUDA (``host_default="cuda"``, as advanced matmul)
+    when a GPU is usable, else on the CPU with one INFO log line; with ``host_default="cpu"``
+    (as FFT) on the CPU.
+    """
+    from . import cuda
+
+    if execution is None:
+        if operand_device == "cuda":
+            return ExecutionCUDA(device_id=operand_device_id or 0)
+        if host_default == "cuda":
+            if cuda.is_available():
+                return ExecutionCUDA(device_id=default_device_id)
+            _log.info("no usable CUDA device (%s): running on the CPU",
+                      cuda.unavailable_reason())
+        return ExecutionCPU()
+    space = _parse_execution(execution)
+    if isinstance(space, ExecutionCPU):
+        if operand_device == "cuda":
+            raise InvalidOptionError(
+                "execution must be 'cuda' for operands in device memory, got CPU execution; "
+                "copy the operands to the host to run on the CPU")
+        return space
+    cuda.require(space.device_id)
+    if operand_device == "cuda" and operand_device_id != space.device_id:
+        raise InvalidOptionError(
+            f"execution device_id must match the operands' device ({operand_device_id}), got "
+            f"{space.device_id}")
+    return space
