@@ -60,6 +60,8 @@ _ALIASES = {"half": "float16", "float": "float32", "double": "float64",
 
 def canonical_name(dtype) -> str:
     """Canonical name of a NumPy/ml_dtypes dtype, torch dtype, or string; raises on unknown."""
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        dtype = np.dtype(dtype)
     if isinstance(dtype, str):
         name = dtype
     else:
@@ -146,7 +148,7 @@ def from_float32(x: np.ndarray, name: str, out: np.ndarray | None = None) -> np.
         if table is None:
             table = _FP8_CACHE[name] = _fp8_table(name)
         finite = np.isfinite(table)
-        codes = np.nonzero(finite & (table >= 0))[0]
+        codes = np.nonzero(finite & (np.arange(256) < 0x80))[0]
         vals = table[codes]
         order = np.argsort(vals)
         vals, codes = vals[order], codes[order]

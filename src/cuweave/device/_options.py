@@ -213,10 +213,10 @@ class FFTSpec:
                         f"got {getattr(self, name)!r}"
                     )
         ept = self.elements_per_thread
-        if isinstance(ept, int) and ept > min(self.size, EPT_CANDIDATES[-1]):
+        if isinstance(ept, int) and ept not in self.ept_candidates():
             raise InvalidOptionError(
-                f"elements_per_thread must be at most min(size, {EPT_CANDIDATES[-1]}) = "
-                f"{min(self.size, EPT_CANDIDATES[-1])}, got {ept!r}"
+                f"elements_per_thread must be a divisor of {self.execution_size} (the executed "
+                f"FFT size) no larger than {EPT_CANDIDATES[-1]}, got {ept!r}"
             )
         fpb = self.ffts_per_block
         if isinstance(fpb, int) and fpb > 1024:
@@ -249,6 +249,16 @@ class FFTSpec:
                                                        "elements_per_thread"),
             complex_layout=layout, real_mode=mode,
         )
+
+    @property
+    def execution_size(self) -> int:
+        """Size of the complex FFT cuFFTDx executes (half the size in folded real mode)."""
+        return self.size // 2 if self.real_mode is RealMode.folded else self.size
+
+    def ept_candidates(self) -> tuple[int, ...]:
+        """Elements-per-thread values worth probing: divisors of the executed size."""
+        n = self.execution_size
+        return tuple(e for e in EPT_CANDIDATES if n % e == 0)
 
     @property
     def cxx_precision(self) -> str:

@@ -1,0 +1,341 @@
+"""C++ generation and NVRTC compilation of cuFFTDx device functions.
+
+For one :class:`~cuweave.device._options.FFTSpec` we emit a translation unit that
+
+* describes the FFT with cuFFTDx operators (``Size<> + Precision<> + Type<> + ...``),
+* checks it with ``cufftdx::is_supported_v`` (an unsupported description never reaches a
+  ``static_assert``),
+* defines an ``extern "C" __device__`` wrapper around ``FFT().execute(...)``, and
+* reports the traits (block_dim, storage_size, shared_memory_size, ...) and the valid
+  elements-per-thread values as template arguments of a ``[[deprecated]]`` marker, which NVRTC
+  prints in its log. So one compile (to LTO-IR) yields both the code and the traits, on any
+  machine with NVRTC; no GPU is needed.
+
+Headers come from the ``nvidia-mathdx`` wheel (cuFFTDx, commonDx) and CCCL (libcu++), found
+through cuda.pathfinder, ``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda`` or the
+``nvidia-cuda-cccl`` wheel.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import time
+
+from .._internal.errors import InvalidOptionError, LibraryError, LibraryNotFoundError
+from .._internal.logging import get_logger
+from ._options import Execution, FFTSpec, FFTType, RealMode
+
+__all__ = [
+    "SOURCE_VERSION",
+    "TRAIT_NAMES",
+    "mathdx_include",
+    "cccl_include",
+    "cuda_include",
+    "toolchain_versions",
+    "generate_source",
+    "parse_report",
+    "compile_spec",
+    "NvrtcError",
+]
+
+_log = get_logger("device.codegen")
+# Bump when the generated source changes meaning: it is part of every cache key.
+SOURCE_VERSION = 1
+TRAIT_NAMES = (
+    "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
+    "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
+    "output_ept", "input_length", "output_length", "implicit_type_batching",
+    "suggested_ffts_per_block",
+)
+
+
+class NvrtcError(LibraryError):
+    """NVRTC failed to compile generated cuFFTDx code."""
+
+    library = "NVRTC"
+    _names = {1: "NVRTC_ERROR_OUT_OF_MEMORY", 2: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+              3: "NVRTC_ERROR_INVALID_INPUT", 4: "NVRTC_ERROR_INVALID_PROGRAM",
+              5: "NVRTC_ERROR_INVALID_OPTION", 6: "NVRTC_ERROR_COMPILATION",
+              11: "NVRTC_ERROR_INTERNAL_ERROR"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Toolchain discovery
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def mathdx_include() -> str:
+    """The ``include`` folder of the nvidia-mathdx wheel (raises LibraryNotFoundError)."""
+    try:
+        spec = importlib.util.find_spec("nvidia.mathdx")
+    except (ImportError, ValueError):
+        spec = None
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
+        inc = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(inc, "cufftdx.hpp")):
+            return inc
+    raise LibraryNotFoundError("nvidia-mathdx", "dx", "cuFFTDx headers (cufftdx.hpp) not found")
+
+
+def _header_candidates(ctk_name: str, toolkit_sub: str, wheel_subs: tuple[str, ...]):
+    try:
+        from cuda import pathfinder
+
+        finder = getattr(pathfinder, "find_nvidia_header_directory", None)
+        if finder is not None:
+            yield finder(ctk_name)
+    except Exception:  # older pathfinder, or nothing found
+        pass
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            yield os.path.join(os.environ[var], "include", toolkit_sub)
+    yield os.path.join("/usr/local/cuda/include", toolkit_sub)
+    for pkg in ("nvidia", "numba_cuda"):
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ImportError, ValueError):
+            spec = None
+        for root in (spec.submodule_search_locations or []) if spec is not None else []:
+            for sub in wheel_subs:
+                yield os.path.join(root, sub)
+
+
+def _find_headers(ctk_name, toolkit_sub, wheel_subs, marker, what, hint) -> str:
+    for path in _header_candidates(ctk_name, toolkit_sub, wheel_subs):
+        if path and os.path.exists(os.path.join(path, marker)):
+            return os.path.normpath(path)
+    raise LibraryNotFoundError(what, "dx", hint)
+
+
+@functools.lru_cache(maxsize=1)
+def cccl_include() -> str:
+    """A CCCL include folder (holding ``cuda/std``); raises LibraryNotFoundError."""
+    return _find_headers("cccl", "cccl", ("cu13/include/cccl", "cuda_cccl/include"),
+                         os.path.join("cuda", "std", "version"), "CCCL headers (libcu++)",
+                         "install a CUDA toolkit, set CUDA_HOME, or `pip install nvidia-cuda-cccl`")
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_include() -> str:
+    """A folder holding the CUDA runtime headers cuFFTDx needs (``cuda_fp16.h``)."""
+    return _find_headers("cudart", "", ("cu13/include", "numba/cuda/include/13"),
+                         "cuda_fp16.h", "CUDA headers (cuda_fp16.h)",
+                         "install a CUDA toolkit, set CUDA_HOME, or `pip install "
+                         "nvidia-cuda-runtime`")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise LibraryNotFoundError("cuda-bindings (NVRTC)", "cu13", str(e)) from e
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as e:  # libnvrtc.so not loadable
+        raise LibraryNotFoundError("nvidia-cuda-nvrtc", "cu13", str(e)) from e
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain_versions() -> dict:
+    """Versions that decide generated code: cuFFTDx/mathdx, NVRTC, cuweave."""
+    from importlib import metadata
+
+    from .._version import __version__
+
+    inc = mathdx_include()
+    try:
+        mathdx = metadata.version("nvidia-mathdx")
+    except metadata.PackageNotFoundError:
+        mathdx = "unknown"
+    with open(os.path.join(inc, "cufftdx", "cufftdx_version.hpp"), encoding="utf-8") as f:
+        m = re.search(r"#define\s+CUFFTDX_VERSION\s+(\d+)", f.read())
+    _, major, minor = _nvrtc().nvrtcVersion()
+    return {"mathdx": mathdx, "cufftdx": int(m.group(1)) if m else 0,
+            "nvrtc": f"{major}.{minor}", "cuweave": __version__, "source": SOURCE_VERSION}
+
+
+# ---------------------------------------------------------------------------------------------
+# Source generation
+# ---------------------------------------------------------------------------------------------
+
+_TRAITS_EXPR = (
+    "1u, F::block_dim.x, F::block_dim.y, F::block_dim.z, F::storage_size, "
+    "F::shared_memory_size, F::stride, F::elements_per_thread, F::ffts_per_block, "
+    "unsigned(F::requires_workspace), F::input_ept, F::output_ept, F::input_length, "
+    "F::output_length, F::implicit_type_batching, SUGGESTED"
+)
+
+
+def _description(spec: FFTSpec) -> str:
+    ops = [
+        f"Size<{spec.size}u>()",
+        f"Precision<{spec.cxx_precision}>()",
+        f"Type<fft_type::{spec.fft_type.name}>()",
+        f"Direction<fft_direction::{spec.direction.name}>()",
+        f"SM<{spec.sm}u>()",
+        f"{spec.execution.name}()",
+    ]
+    if spec.fft_type is not FFTType.c2c and (
+        spec.complex_layout.name != "natural" or spec.real_mode is not RealMode.normal
+    ):
+        ops.append(f"RealFFTOptions<complex_layout::{spec.complex_layout.name}, "
+                   f"real_mode::{spec.real_mode.name}>()")
+    return " + ".join(ops)
+
+
+def generate_source(spec: FFTSpec, symbol: str) -> str:
+    """The C++ translation unit for ``spec`` exporting ``extern "C"`` function ``symbol``."""
+    block = spec.execution is Execution.Block
+    ept = spec.elements_per_thread
+    d1 = f"decltype(cw_d0() + ElementsPerThread<{ept}u>())" if isinstance(ept, int) else "cw_d0"
+    fpb = spec.ffts_per_block
+    if not block:
+        final, suggested = "D", "1u"
+    else:
+        fpb_expr = f"{fpb}u" if isinstance(fpb, int) else (
+            "D::suggested_ffts_per_block" if fpb == "suggested" else "1u")
+        final = f"decltype(D() + FFTsPerBlock<{fpb_expr}>())"
+        suggested = "D::suggested_ffts_per_block"
+    if block:
+        epts = ", ".join(
+            f"unsigned(is_supported_v<decltype(cw_d0() + ElementsPerThread<{e}u>()), {spec.sm}u>)"
+            for e in spec.ept_candidates())
+        run_args, run_call, c_params = "void* td, void* sm", "td, sm", "void* td, void* sm"
+        body = "F().execute(static_cast<V*>(td), static_cast<V*>(sm));"
+    else:
+        epts = "0u"
+        run_args, run_call, c_params = "void* td", "td", "void* td"
+        body = "F().execute(static_cast<V*>(td));"
+    traits = _TRAITS_EXPR.replace("SUGGESTED", suggested)
+    return f"""\
+#include <cufftdx.hpp>
+namespace {{
+using namespace cufftdx;
+using cw_d0 = decltype({_description(spec)});
+using cw_d1 = {d1};
+constexpr bool cw_ok = is_supported_v<cw_d1, {spec.sm}u>;
+template <class D, bool OK> struct cw_final {{ using type = void; }};
+template <class D> struct cw_final<D, true> {{ using type = {final}; }};
+using cw_fft = typename cw_final<cw_d1, cw_ok>::type;
+template <unsigned... V> struct cw_traits_report {{}};
+template <unsigned... V> struct cw_ept_report {{}};
+template <class R> [[deprecated]] __device__ constexpr int cw_emit() {{ return 0; }}
+template <class F, bool OK> struct cw_traits {{ using type = cw_traits_report<0u>; }};
+template <class F> struct cw_traits<F, true> {{
+  using D = cw_d1;
+  using type = cw_traits_report<{traits}>;
+}};
+template <class F, bool OK> struct cw_exec {{ static __device__ void run({run_args}) {{}} }};
+template <class F> struct cw_exec<F, true> {{
+  static __device__ __forceinline__ void run({run_args}) {{
+    using V = typename F::value_type;
+    {body}
+  }}
+}};
+__device__ int cw_report() {{
+  return cw_emit<typename cw_traits<cw_fft, cw_ok>::type>() + cw_emit<cw_ept_report<{epts}>>();
+}}
+}}  // namespace
+extern "C" __device__ int {symbol}({c_params}) {{
+  cw_exec<cw_fft, cw_ok>::run({run_call});
+  return cw_report() * 0;
+}}
+"""
+
+
+_REPORT_RE = re.compile(r"(cw_traits_report|cw_ept_report)<([0-9uUlL ,]*)>")
+
+
+def parse_report(log: str, spec: FFTSpec) -> dict:
+    """Traits and valid elements-per-thread values from an NVRTC log of generated code."""
+    found = {}
+    for name, args in _REPORT_RE.findall(log):
+        values = [int(v.strip().rstrip("uUlL")) for v in args.split(",") if v.strip()]
+        if name not in found and values:
+            found[name] = values
+    if "cw_traits_report" not in found:
+        raise NvrtcError(3, "nvrtcCompileProgram",
+                         hint="the cuFFTDx traits report was not found in the compiler log")
+    values = found["cw_traits_report"]
+    traits = dict(zip(TRAIT_NAMES, values + [0] * (len(TRAIT_NAMES) - len(values))))
+    flags = found.get("cw_ept_report", [])
+    if spec.execution is Execution.Block:
+        cands = list(spec.ept_candidates())
+        traits["valid_elements_per_thread"] = [e for e, ok in zip(cands, flags) if ok]
+    else:
+        traits["valid_elements_per_thread"] = [spec.size]
+    return traits
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation
+# ---------------------------------------------------------------------------------------------
+
+
+def _options(spec: FFTSpec) -> list[bytes]:
+    inc = mathdx_include()
+    opts = [
+        "-std=c++17", f"-arch=sm_{spec.sm // 10}", "-rdc=true", "-dlto", "-default-device",
+        "-DCUFFTDX_DISABLE_CUTLASS_DEPENDENCY", "-DNDEBUG",
+        f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}", f"-I{cuda_include()}",
+    ]
+    return [o.encode() for o in opts]
+
+
+def _check(nvrtc, result, function: str):
+    status = result[0]
+    if int(status) != 0:
+        raise NvrtcError(int(status), function)
+    return result[1:]
+
+
+def _run_nvrtc(source: str, name: str, options: list[bytes]) -> tuple[bool, str, bytes | None]:
+    nvrtc = _nvrtc()
+    (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
+                     "nvrtcCreateProgram")
+    try:
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        log = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+        log_text = log.decode(errors="replace").rstrip("\x00 ")
+        if int(status) != 0:
+            return False, log_text, None
+        (size,) = _check(nvrtc, nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")
+        ir = b" " * size
+        _check(nvrtc, nvrtc.nvrtcGetLTOIR(prog, ir), "nvrtcGetLTOIR")
+        return True, log_text, ir
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _first_errors(log: str, limit: int = 3) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if "error" in ln]
+    return " | ".join(lines[:limit]) or log[-500:]
+
+
+def compile_spec(spec: FFTSpec, symbol: str) -> dict:
+    """Compile ``spec``; return ``{'traits': {...}, 'symbol': str, 'ltoir': bytes|None}``.
+
+    ``ltoir`` is None when cuFFTDx does not support the description (``traits['ok'] == 0``).
+    Raises InvalidOptionError when the description fails to compile at all.
+    """
+    t0 = time.perf_counter()
+    source = generate_source(spec, symbol)
+    ok, log, ir = _run_nvrtc(source, f"{symbol}.cu", _options(spec))
+    if not ok:
+        raise InvalidOptionError(
+            f"the FFT description {spec.key()!r} is not supported by cuFFTDx: "
+            f"{_first_errors(log)}"
+        )
+    traits = parse_report(log, spec)
+    if _log.isEnabledFor(20):
+        _log.info("compiled device FFT %s in %.2f s (ok=%d)", spec.key(),
+                  time.perf_counter() - t0, traits["ok"])
+    return {"traits": traits, "symbol": symbol, "ltoir": ir if traits["ok"] else None}

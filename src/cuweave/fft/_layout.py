@@ -1,0 +1,254 @@
+"""Shape and stride analysis: which layouts cuFFT's advanced data layout can express.
+
+cuFFT addresses element ``(b, x, y, z)`` of a batch of rank-``r`` transforms as
+``b * dist + ((x * embed[1] + y) * embed[2] + z) * stride``: the transformed axes must nest
+(each stride a multiple of the next inner one, leaving room for its length) and all batch axes
+must collapse into one evenly strided dimension. For R2C/C2R the halved axis (``axes[-1]``)
+must be the innermost transformed axis. Everything here is pure Python on tuples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._internal.errors import InvalidOperandError, UnsupportedLayoutError
+
+__all__ = ["CufftLayout", "LayoutPlan", "normalize_axes", "fft_lengths", "plan_layouts",
+           "c_strides"]
+
+MAX_RANK = 3
+
+
+@dataclass(frozen=True)
+class CufftLayout:
+    """One side (input or output) of a ``cufftMakePlanMany64`` call."""
+
+    embed: tuple[int, ...]
+    stride: int
+    dist: int
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """Everything the planner needs about the data layout.
+
+    ``order`` lists the transformed axes outermost → innermost (cuFFT's ``n`` order);
+    ``n`` the logical (real-side) lengths in that order; ``batch`` the number of transforms;
+    ``out_perm`` the memory order (outermost → innermost) of a freshly allocated result.
+    """
+
+    order: tuple[int, ...]
+    n: tuple[int, ...]
+    batch: int
+    batch_axes: tuple[int, ...]
+    inp: CufftLayout
+    out: CufftLayout
+    out_perm: tuple[int, ...]
+    out_strides: tuple[int, ...]
+
+
+def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
+    """Validate ``axes`` (default: all, at most the last three) against ``ndim``."""
+    if axes is None:
+        if ndim == 0:
+            raise InvalidOperandError("operand must have at least one dimension, got a 0-d array")
+        if ndim > MAX_RANK:
+            raise InvalidOperandError(
+                f"axes must be given for operands with more than {MAX_RANK} dimensions "
+                f"(at most {MAX_RANK} transformed axes), got ndim={ndim}")
+        return tuple(range(ndim))
+    try:
+        axes = tuple(int(a) for a in axes)
+    except TypeError:
+        raise InvalidOperandError(f"axes must be a sequence of ints, got {axes!r}") from None
+    if not axes or len(axes) > MAX_RANK:
+        raise InvalidOperandError(
+            f"axes must name between 1 and {MAX_RANK} axes, got {axes!r}")
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise InvalidOperandError(
+                f"axes must be in [-{ndim}, {ndim}) for a {ndim}-d operand, got {axes!r}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise InvalidOperandError(f"axes must not repeat an axis, got {axes!r}")
+    return tuple(out)
+
+
+def fft_lengths(shape, axes, fft_type: str, parity: str) -> tuple[tuple[int, ...], tuple]:
+    """(logical transform lengths per axis in ``axes`` order, result shape)."""
+    shape = tuple(shape)
+    last = axes[-1]
+    out = list(shape)
+    logical = [shape[a] for a in axes]
+    if fft_type == "R2C":
+        out[last] = shape[last] // 2 + 1
+    elif fft_type == "C2R":
+        m = shape[last]
+        n = 2 * (m - 1) + (1 if parity == "odd" else 0)
+        if n < 1:
+            raise InvalidOperandError(
+                f"operand length along axis {last} must give a C2R output length >= 1 "
+                f"(last_axis_parity={parity!r}), got {m}")
+        out[last] = n
+        logical[-1] = n
+    for a, n in zip(axes, logical):
+        if n < 1:
+            raise InvalidOperandError(f"operand must not be empty along axis {a}, got {shape!r}")
+    return tuple(logical), tuple(out)
+
+
+def c_strides(shape) -> tuple[int, ...]:
+    acc, rev = 1, []
+    for s in reversed(shape):
+        rev.append(acc)
+        acc *= s
+    return tuple(reversed(rev))
+
+
+def _dense_strides(shape, perm) -> tuple[int, ...]:
+    strides = [0] * len(shape)
+    acc = 1
+    for a in reversed(perm):
+        strides[a] = acc
+        acc *= shape[a]
+    return tuple(strides)
+
+
+def _stride_order(shape, strides, axes) -> list[int]:
+    """``axes`` sorted outermost → innermost by stride (size-1 axes first, stable)."""
+    return sorted(axes, key=lambda a: (shape[a] != 1, -abs(strides[a])))
+
+
+def _nest(shape, strides, order) -> tuple[tuple[int, ...], int] | None:
+    """(embed, stride) for the transformed axes ``order`` of one array, or None if impossible.
+
+    Length-1 axes take whatever stride fits (``_stride_order`` puts them outermost, except the
+    halved axis of a real transform, which stays innermost).
+    """
+    inner = order[-1]
+    stride = strides[inner] if shape[inner] > 1 else 1
+    if stride <= 0:
+        return None
+    embed = [0] * len(order)
+    embed[0] = shape[order[0]]
+    acc = stride
+    for i in range(len(order) - 1, 0, -1):
+        outer = order[i - 1]
+        if shape[outer] == 1:
+            embed[i] = shape[order[i]]
+            acc *= embed[i]
+            continue
+        s = strides[outer]
+        if s <= 0 or s % acc or s // acc < shape[order[i]]:
+            return None
+        embed[i] = s // acc
+        acc = s
+    return tuple(embed), stride
+
+
+def _collapse_batch(shape, strides, batch_order) -> tuple[int, int] | None:
+    """(batch count, dist) when the batch axes form one evenly strided dimension, else None."""
+    axes = [a for a in batch_order if shape[a] > 1]
+    if not axes:
+        return 1, None
+    count = 1
+    for outer, inner in zip(axes, axes[1:]):
+        if strides[outer] != strides[inner] * shape[inner]:
+            return None
+    for a in axes:
+        count *= shape[a]
+    dist = strides[axes[-1]]
+    if dist <= 0:
+        return None
+    return count, dist
+
+
+def _overlaps(shape, strides) -> bool:
+    """True if two different indices may address the same element (sufficient check)."""
+    dims = sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1)
+    extent = 1
+    for s, n in dims:
+        if s < extent:
+            return True
+        extent = s * (n - 1) + extent
+    return False
+
+
+def _unsupported(ndim, axes, fft_type, why) -> UnsupportedLayoutError:
+    batch = [a for a in range(ndim) if a not in axes]
+    perm = tuple(batch) + tuple(axes)
+    k = len(axes)
+    new_axes = tuple(range(ndim - k, ndim))
+    return UnsupportedLayoutError(
+        f"the operand layout cannot be expressed for cuFFT ({why}); copy the operand with "
+        f"the axes permuted to {perm} (e.g. x.transpose({perm}).copy()) and transform "
+        f"axes {new_axes}", permutation=perm)
+
+
+def plan_layouts(shape, strides, axes, fft_type: str, out_shape, *, inplace: bool,
+                 result_layout: str, out_strides=None) -> LayoutPlan:
+    """Plan cuFFT's view of input and output; raise :class:`UnsupportedLayoutError` if none.
+
+    ``out_strides`` fixes the output layout (in-place); otherwise a dense result is laid out
+    per ``result_layout``.
+    """
+    ndim = len(shape)
+    halved = fft_type in ("R2C", "C2R")
+    if any(s <= 0 for s, n in zip(strides, shape) if n > 1) or _overlaps(shape, strides):
+        raise _unsupported(ndim, axes, fft_type, "negative, zero or overlapping strides")
+    if halved:
+        order = _stride_order(shape, strides, axes[:-1]) + [axes[-1]]
+    else:
+        order = _stride_order(shape, strides, axes)
+    batch_order = _stride_order(shape, strides, [a for a in range(ndim) if a not in axes])
+    in_shape_log = list(shape)
+    nest = _nest(in_shape_log, strides, order)
+    if nest is None:
+        why = ("the halved axis axes[-1] must have the smallest stride of the transformed "
+               "axes" if halved else "the transformed axes do not nest")
+        raise _unsupported(ndim, axes, fft_type, why)
+    coll = _collapse_batch(shape, strides, batch_order)
+    if coll is None:
+        raise _unsupported(ndim, axes, fft_type, "the batch axes do not form one strided "
+                                                 "dimension")
+    batch, idist = coll
+    if out_strides is None:
+        out_perm = _result_perm(shape, strides, axes, order, batch_order, result_layout)
+        out_strides = _dense_strides(out_shape, out_perm)
+        if result_layout == "natural" and not _expressible(out_shape, out_strides, order,
+                                                           batch_order):
+            out_perm = tuple(batch_order) + tuple(order)
+            out_strides = _dense_strides(out_shape, out_perm)
+    else:
+        out_perm = tuple(_stride_order(out_shape, out_strides, range(ndim)))
+    onest = _nest(out_shape, out_strides, order)
+    ocoll = _collapse_batch(out_shape, out_strides, batch_order)
+    if onest is None or ocoll is None:
+        raise _unsupported(ndim, axes, fft_type, "the result layout cannot be expressed")
+    odist = ocoll[1]
+    span_in = _span(shape, strides)
+    span_out = _span(out_shape, out_strides)
+    n = []
+    for a in order:
+        n.append(out_shape[a] if fft_type == "C2R" and a == axes[-1] else shape[a])
+    return LayoutPlan(
+        order=tuple(order), n=tuple(n), batch=batch, batch_axes=tuple(batch_order),
+        inp=CufftLayout(nest[0], nest[1], idist if idist is not None else span_in),
+        out=CufftLayout(onest[0], onest[1], odist if odist is not None else span_out),
+        out_perm=tuple(out_perm), out_strides=tuple(out_strides))
+
+
+def _span(shape, strides) -> int:
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 1)
+
+
+def _expressible(shape, strides, order, batch_order) -> bool:
+    return (_nest(shape, strides, order) is not None
+            and _collapse_batch(shape, strides, batch_order) is not None)
+
+
+def _result_perm(shape, strides, axes, order, batch_order, result_layout):
+    if result_layout == "natural":
+        return tuple(_stride_order(shape, strides, range(len(shape))))
+    return tuple(batch_order) + tuple(order)

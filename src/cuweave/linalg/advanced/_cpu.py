@@ -1,0 +1,476 @@
+"""CPU backend of :mod:`cuweave.linalg.advanced`: NumPy BLAS plus fused, blocked epilogs.
+
+The engine hands :func:`execute_cpu` a problem already canonicalized into the lt frame (see
+:mod:`cuweave.linalg.advanced._epilogs` for the frame and the aux formats, which are the
+GPU's). The GEMM runs in NumPy's BLAS (threads limited through threadpoolctl when
+``num_threads`` is given) straight into the result when its storage type is the compute type;
+otherwise into one float accumulator. Everything after the GEMM — ``alpha``, ``beta * C``, the
+bias, aux outputs, the activation or its derivative, bias gradients and the final rounding to
+the result's dtype — is applied in one pass over cache-sized blocks of the result, so the
+epilog needs no temporaries beyond a few block-sized scratch buffers.
+
+Compute types (``cuweave._bindings.library_types.ComputeType``) behave as follows:
+
+* ``COMPUTE_32F`` / ``_PEDANTIC``: inputs decoded to float32 (complex64), float32 BLAS.
+* ``COMPUTE_32F_FAST_16F`` / ``_FAST_16BF`` / ``_FAST_TF32``: as ``COMPUTE_32F`` after rounding
+  each input element (round to nearest even) to float16 / bfloat16 / tf32 (10-bit mantissa).
+* ``COMPUTE_64F`` / ``_PEDANTIC``: float64 (complex128) BLAS.
+* ``COMPUTE_16F`` / ``_PEDANTIC``: float32 BLAS whose result is rounded to float16 before
+  ``alpha``/``beta``/the epilog (the CPU does not emulate the 16-bit running sum).
+* ``COMPUTE_32I``: not supported on the CPU.
+
+The result is rounded to its storage dtype once, at the end.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..._bindings.library_types import ComputeType
+from ..._internal.dtypes import NUMPY_NATIVE, from_float32, to_float32
+from ..._internal.errors import InvalidOptionError
+from ._epilogs import (
+    GELU_COEFF,
+    GELU_SCALE,
+    aux_dtype,
+    bias_dtype,
+    epilog_spec,
+    gelu_aux_ld,
+    relu_aux_ld_bytes,
+)
+
+__all__ = [
+    "execute_cpu",
+    "pack_relu_mask",
+    "unpack_relu_mask",
+    "gelu",
+    "gelu_grad",
+    "round_operand",
+    "act_identity",
+    "act_relu",
+    "act_gelu",
+    "act_drelu",
+    "act_dgelu",
+]
+
+#: elements per epilog block (fits L2 with the scratch buffers)
+BLOCK_ELEMENTS = 1 << 15
+
+_CT = ComputeType
+_F64 = frozenset([_CT.COMPUTE_64F, _CT.COMPUTE_64F_PEDANTIC])
+_F32 = frozenset([_CT.COMPUTE_32F, _CT.COMPUTE_32F_PEDANTIC, _CT.COMPUTE_32F_FAST_16F,
+                  _CT.COMPUTE_32F_FAST_16BF, _CT.COMPUTE_32F_FAST_TF32, _CT.COMPUTE_16F,
+                  _CT.COMPUTE_16F_PEDANTIC])
+#: input rounding applied by each "fast" compute type
+_INPUT_ROUNDING = {_CT.COMPUTE_32F_FAST_16F: "float16", _CT.COMPUTE_32F_FAST_16BF: "bfloat16",
+                   _CT.COMPUTE_32F_FAST_TF32: "tf32"}
+_RESULT_ROUNDING = {_CT.COMPUTE_16F: "float16", _CT.COMPUTE_16F_PEDANTIC: "float16"}
+
+
+# --------------------------------------------------------------------------- point-wise math
+def gelu(x: np.ndarray, out: np.ndarray | None = None, scratch: np.ndarray | None = None):
+    """tanh-approximated GELU of ``x`` (into ``out``, which may be ``x``)."""
+    out = np.empty_like(x) if out is None else out
+    t = np.empty_like(x) if scratch is None else scratch
+    np.multiply(x, x, out=t)
+    t *= GELU_COEFF
+    t += 1
+    t *= x
+    t *= GELU_SCALE
+    np.tanh(t, out=t)
+    t += 1
+    t *= 0.5
+    np.multiply(x, t, out=out)
+    return out
+
+
+def gelu_grad(x: np.ndarray, out: np.ndarray | None = None, scratch=None):
+    """Derivative of :func:`gelu` at ``x`` (into ``out``, which must not be ``x``).
+
+    Uses ``gelu'(x) = (1 + t) * (1/2 + w * (1 - t))`` with ``t = tanh(s (x + c x³))`` and
+    ``w = s x (1 + 3 c x²) / 2``.
+    """
+    out = np.empty_like(x) if out is None else out
+    t = np.empty_like(x) if scratch is None else scratch
+    np.multiply(x, x, out=t)
+    t *= GELU_COEFF
+    t += 1
+    t *= x
+    t *= GELU_SCALE
+    np.tanh(t, out=t)
+    np.multiply(x, x, out=out)
+    out *= 3 * GELU_COEFF
+    out += 1
+    out *= x
+    out *= 0.5 * GELU_SCALE
+    np.subtract(1, t, out=t)
+    out *= t
+    out += 0.5
+    np.subtract(2, t, out=t)
+    out *= t
+    return out
+
+
+def round_operand(x: np.ndarray, kind: str) -> np.ndarray:
+    """Round float32/complex64 ``x`` in place to ``"float16"``, ``"bfloat16"`` or ``"tf32"``."""
+    r = x.view(np.float32) if x.dtype == np.complex64 else x
+    if kind == "float16":
+        np.copyto(r, r.astype(np.float16))
+        return x
+    keep = 16 if kind == "bfloat16" else 13           # dropped low mantissa bits
+    bits = r.view(np.uint32)
+    half, lsb = np.uint32((1 << (keep - 1)) - 1), np.uint32(1 << keep)
+    nan = np.isnan(r)
+    rounded = bits + (half + ((bits & lsb) >> np.uint32(keep)))
+    rounded &= np.uint32(~((1 << keep) - 1) & 0xFFFFFFFF)
+    np.copyto(bits, np.where(nan, bits, rounded))
+    return x
+
+
+# --------------------------------------------------------------------------- relu bitmask
+def pack_relu_mask(mask: np.ndarray) -> np.ndarray:
+    """Pack a boolean ``(*batch, m, n)`` mask into the ``relu_aux`` layout.
+
+    Returns a ``uint8`` array of shape ``(*batch, roundup(m, 128) // 8, n)``, column-major in
+    the last two axes, bit ``i % 8`` (LSB first) of byte ``i // 8`` holding ``mask[..., i, j]``;
+    padding is 0.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    *batch, m, n = mask.shape
+    ld = relu_aux_ld_bytes(m)
+    out = np.zeros((*batch, n, ld), dtype=np.uint8)
+    packed = np.packbits(mask.swapaxes(-1, -2), axis=-1, bitorder="little")
+    out[..., : packed.shape[-1]] = packed
+    return out.swapaxes(-1, -2)
+
+
+def unpack_relu_mask(aux: np.ndarray, m: int) -> np.ndarray:
+    """Boolean ``(*batch, m, n)`` mask from a ``relu_aux`` bitmask (inverse of the packing)."""
+    aux = np.asarray(aux)
+    bits = np.unpackbits(aux, axis=-2, count=m, bitorder="little")
+    return bits.astype(bool)
+
+
+# --------------------------------------------------------------------------- blocks
+class _Block:
+    """A block of rows ``lo:hi`` of the work view (lt rows, or lt columns when ``t``)."""
+
+    __slots__ = ("b", "lo", "hi", "t")
+
+    def __init__(self, b, lo, hi, t):
+        self.b, self.lo, self.hi, self.t = b, lo, hi, t
+
+    def mn(self, x2d):
+        """Block-aligned view of an lt-frame ``(rows, cols)`` matrix of this batch entry."""
+        return x2d[:, self.lo:self.hi].T if self.t else x2d[self.lo:self.hi, :]
+
+    def vec_m(self, v):
+        """Block-aligned view of a length-``m`` vector broadcast over columns."""
+        return v[None, :] if self.t else v[self.lo:self.hi, None]
+
+
+def _bidx(arr, b):
+    return b if arr.shape[0] > 1 else 0
+
+
+def _write_relu_aux(aux, x, blk, m):
+    aux_b = aux[_bidx(aux, blk.b)]
+    if blk.t:
+        packed = np.packbits(x > 0, axis=-1, bitorder="little")
+        aux_b[: packed.shape[1], blk.lo:blk.hi] = packed.T
+    else:
+        packed = np.packbits(x > 0, axis=0, bitorder="little")
+        aux_b[blk.lo // 8: blk.lo // 8 + packed.shape[0], :] = packed
+
+
+def _read_relu_aux(aux, x, blk, m, dtype):
+    aux_b = aux[_bidx(aux, blk.b)]
+    if blk.t:
+        return np.unpackbits(aux_b[:, blk.lo:blk.hi].T, axis=-1, count=m, bitorder="little")
+    rows = blk.hi - blk.lo
+    src = aux_b[blk.lo // 8: blk.lo // 8 + -(-rows // 8), :]
+    return np.unpackbits(src, axis=0, count=rows, bitorder="little")
+
+
+def _write_gelu_aux(aux, x, blk, m, dtype):
+    _store(blk.mn(aux[_bidx(aux, blk.b)][:m]), x, dtype)
+
+
+def _read_gelu_aux(aux, x, blk, m, dtype):
+    return _load(blk.mn(aux[_bidx(aux, blk.b)][:m]), dtype, x.dtype)
+
+
+_AUX_WRITERS = {"relu_aux": lambda aux, x, blk, m, dtype: _write_relu_aux(aux, x, blk, m),
+                "gelu_aux": _write_gelu_aux}
+_AUX_READERS = {"relu_aux": _read_relu_aux, "gelu_aux": _read_gelu_aux}
+_AUX_ROWS = {"relu_aux": relu_aux_ld_bytes, "gelu_aux": gelu_aux_ld}
+_AUX_USED_ROWS = {"relu_aux": lambda m: -(-m // 8), "gelu_aux": lambda m: m}
+
+
+# --------------------------------------------------------------------------- activations
+def act_identity(x, aux, scratch):
+    """No point-wise stage."""
+
+
+def act_relu(x, aux, scratch):
+    """``max(x, 0)`` in place, NaN → 0 (cuBLASLt's behaviour)."""
+    np.fmax(x, 0, out=x)
+
+
+def act_gelu(x, aux, scratch):
+    """tanh GELU in place."""
+    gelu(x, out=x, scratch=scratch[0])
+
+
+def act_drelu(x, aux, scratch):
+    """Multiply by the unpacked ReLU mask (``aux``: 0/1 ``uint8`` block)."""
+    np.multiply(x, aux, out=x)
+
+
+def act_dgelu(x, aux, scratch):
+    """Multiply by ``gelu'(aux)`` (``aux``: decoded GELU inputs of the block)."""
+    g = gelu_grad(aux, out=scratch[0], scratch=scratch[1])
+    np.multiply(x, g, out=x)
+
+
+# --------------------------------------------------------------------------- dtype plumbing
+def _load(x, name, dtype):
+    """Decode host storage of dtype ``name`` to ``dtype`` (no copy when already ``dtype``)."""
+    if x.dtype == dtype and name in NUMPY_NATIVE:
+        return x
+    if name in NUMPY_NATIVE:
+        return x.astype(dtype)
+    return to_float32(x, name).astype(dtype, copy=False)
+
+
+def _store(dst, x, name):
+    """Round ``x`` to ``name`` and write it into ``dst`` (host storage of ``name``)."""
+    if name in NUMPY_NATIVE:
+        np.copyto(dst, x, casting="unsafe")
+        return
+    enc = from_float32(np.asarray(x, dtype=np.float32), name)
+    if enc.dtype != dst.dtype:
+        enc = enc.view(dst.dtype)
+    np.copyto(dst, enc)
+
+
+def _compute_dtype(compute_type, complex_):
+    ct = ComputeType(compute_type)
+    if ct in _F64:
+        return np.dtype(np.complex128 if complex_ else np.float64)
+    if ct in _F32:
+        return np.dtype(np.complex64 if complex_ else np.float32)
+    raise InvalidOptionError(
+        "compute_type must be a floating-point ComputeType on the CPU, "
+        f"got {ct.name}"
+    )
+
+
+def _prepare(x, name, dtype, rounding, conj):
+    """Operand decoded to the compute dtype, rounded per the compute type, conjugated."""
+    if x.ndim == 3 and x.shape[0] > 1 and x.strides[0] == 0:
+        one = _prepare(x[:1], name, dtype, rounding, conj)
+        return np.broadcast_to(one, x.shape)
+    y = _load(x, name, dtype)
+    fresh = y is not x
+    if rounding and rounding != name:
+        if not fresh:
+            y, fresh = y.copy(), True
+        round_operand(y, rounding)
+    if conj:
+        y = np.conjugate(y, out=y) if fresh else np.conjugate(y)
+    return y
+
+
+def _batched(arr, tail_ndim, tail_shape):
+    """View ``arr`` as ``(batch, *tail_shape)`` without copying."""
+    v = arr.view()
+    v.shape = (-1, *tail_shape) if arr.ndim >= tail_ndim else tail_shape
+    return v
+
+
+@contextmanager
+def _blas_threads(num_threads):
+    if num_threads is None:
+        yield
+        return
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=int(num_threads), user_api="blas"):
+        yield
+
+
+_CONTROLLER = None
+
+
+# --------------------------------------------------------------------------- driver
+def _accumulator(d, name, dtype, c):
+    """(work view, transposed?, direct?) — the GEMM output, oriented row-contiguous."""
+    batch, m, n = d.shape
+    item = d.itemsize
+    native = name in NUMPY_NATIVE and d.dtype == dtype
+    native = native and (c is None or not np.may_share_memory(c, d))
+    if native and d.strides[-1] == item:
+        return d, False, True
+    if native and d.strides[-2] == item:
+        return d.swapaxes(-1, -2), True, True
+    if d.strides[-2] == item and d.strides[-1] != item:
+        return np.empty((batch, n, m), dtype), True, False
+    return np.empty((batch, m, n), dtype), False, False
+
+
+def _gemm(a, b, work, t):
+    if t:
+        np.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2), out=work)
+    else:
+        np.matmul(a, b, out=work)
+
+
+def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_out=None,
+                dtypes, compute_type, conj_a=False, conj_b=False, num_threads=None) -> None:
+    """Compute ``d = epilog(alpha * op(a) @ op(b) + beta * c [+ bias])`` in the lt frame.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        ``(batch, m, k)`` and ``(batch, k, n)`` host views (batch stride may be 0).
+    c : numpy.ndarray or None
+        ``(batch, m, n)`` (broadcast strides allowed); used when ``beta != 0``.
+    d : numpy.ndarray
+        Writable ``(batch, m, n)`` view of the result; written in place.
+    alpha, beta : scalar
+    epilog : MatmulEpilog, int, str, EpilogSpec or None
+    bias : numpy.ndarray, optional
+        ``(batch or 1, m)``.
+    aux_in : numpy.ndarray, optional
+        ``relu_aux`` / ``gelu_aux`` of the forward pass (aux layout).
+    aux_out : dict, optional
+        Aux name → preallocated array in the aux layout; filled.
+    dtypes : dict
+        Canonical dtype names for ``"a"``, ``"b"``, ``"c"``, ``"d"``; optional ``"bias"``,
+        ``"aux_in"`` and one entry per aux output name (default: the aux dtype rules).
+    compute_type : ComputeType
+    conj_a, conj_b : bool
+        Conjugate ``a`` / ``b``.
+    num_threads : int, optional
+        BLAS threads for this call (threadpoolctl); ``None`` leaves them alone.
+    """
+    spec = epilog_spec(epilog)
+    batch, m, k = a.shape
+    n = b.shape[-1]
+    ct = ComputeType(compute_type)
+    dtype = _compute_dtype(ct, np.dtype(d.dtype).kind == "c" or dtypes["d"].startswith("complex"))
+    rounding = _INPUT_ROUNDING.get(ct)
+    aux_out = dict(aux_out or {})
+    with _blas_threads(num_threads):
+        a_c = _prepare(a, dtypes["a"], dtype, rounding, conj_a)
+        b_c = _prepare(b, dtypes["b"], dtype, rounding, conj_b)
+        work, t, direct = _accumulator(d, dtypes["d"], dtype, c if beta else None)
+        _gemm(a_c, b_c, work, t)
+    state = _EpilogState(spec, m, n, d, dtypes, dtype, alpha, beta, c, bias, aux_in, aux_out,
+                         _RESULT_ROUNDING.get(ct))
+    state.run(work, t, direct)
+    state.operand_bgrad(a_c, b_c)
+
+
+class _EpilogState:
+    """Everything the blocked epilog pass needs, decoded once."""
+
+    def __init__(self, spec, m, n, d, dtypes, dtype, alpha, beta, c, bias, aux_in, aux_out,
+                 result_rounding):
+        self.spec, self.m, self.n, self.d, self.dtypes = spec, m, n, d, dtypes
+        self.dtype = dtype
+        self.alpha = None if alpha is None or alpha == 1 else dtype.type(alpha)
+        self.beta = None if c is None or beta is None or beta == 0 else dtype.type(beta)
+        self.c = c if self.beta is not None else None
+        self.result_rounding = result_rounding
+        self.bias = None
+        if spec.bias and bias is not None:
+            name = dtypes.get("bias") or bias_dtype(dtypes["d"], ab_dtype=dtypes["a"],
+                                                    c_dtype=dtypes.get("c"))
+            self.bias = _load(bias, name, dtype).reshape(-1, m)
+        self.aux_in = None
+        if spec.aux_input:
+            rows = _AUX_ROWS[spec.aux_input](m)
+            self.aux_in = np.reshape(aux_in, (-1, rows, n))
+            self.aux_in_dtype = dtypes.get("aux_in") or self._aux_dtype(spec.aux_input)
+        self.aux_w = None
+        if spec.aux_output:
+            rows = _AUX_ROWS[spec.aux_output](m)
+            self.aux_w = _batched(aux_out[spec.aux_output], 3, (rows, n))
+            self.aux_w_dtype = dtypes.get(spec.aux_output) or self._aux_dtype(spec.aux_output)
+            self.aux_w[:, _AUX_USED_ROWS[spec.aux_output](m):, :] = 0   # padding
+        self.bgrad = None
+        if spec.bgrad_source == "d":
+            self.bgrad = np.zeros((d.shape[0], m), dtype)
+        self.aux_out = aux_out
+        self.kernel = spec.cpu
+
+    def _aux_dtype(self, name):
+        dt = self.dtypes
+        return aux_dtype(name, dt["d"], ab_dtype=dt["a"], c_dtype=dt.get("c"))
+
+    def run(self, work, t, direct):
+        batch, outer, inner = work.shape
+        rows = max(8, (BLOCK_ELEMENTS // max(inner, 1)) // 8 * 8)
+        scratch_shape = (min(rows, outer), inner)
+        scratch = [np.empty(scratch_shape, self.dtype) for _ in range(2)]
+        for b in range(batch):
+            d_b = self.d[b]
+            for lo in range(0, outer, rows):
+                hi = min(outer, lo + rows)
+                blk = _Block(b, lo, hi, t)
+                x = work[b, lo:hi]
+                s = [buf[: hi - lo] for buf in scratch]
+                self._block(x, blk, s)
+                if not direct:
+                    _store(blk.mn(d_b), x, self.dtypes["d"])
+
+    def _block(self, x, blk, scratch):
+        spec, m = self.spec, self.m
+        if self.result_rounding:
+            np.copyto(x, x.astype(self.result_rounding))
+        if self.alpha is not None:
+            x *= self.alpha
+        if self.c is not None:
+            cb = _load(blk.mn(self.c[_bidx(self.c, blk.b)]), self.dtypes["c"], self.dtype)
+            if self.beta == 1:
+                x += cb
+            else:
+                x += self.beta * cb
+        if self.bias is not None:
+            x += blk.vec_m(self.bias[_bidx(self.bias, blk.b)])
+        if self.aux_w is not None:
+            _AUX_WRITERS[spec.aux_output](self.aux_w, x, blk, m, self.aux_w_dtype)
+        aux = None
+        if self.aux_in is not None:
+            aux = _AUX_READERS[spec.aux_input](self.aux_in, x, blk, m, self.aux_in_dtype)
+        self.kernel(x, aux, scratch)
+        if self.bgrad is not None:
+            if blk.t:
+                self.bgrad[blk.b] += x.sum(axis=0)
+            else:
+                self.bgrad[blk.b, blk.lo:blk.hi] = x.sum(axis=1)
+
+    def operand_bgrad(self, a_c, b_c):
+        """Fill the bias-gradient output (from ``D``, ``op(A)`` or ``op(B)``)."""
+        spec = self.spec
+        if spec.bgrad_source is None:
+            return
+        if spec.bgrad_source == "d":
+            vec = self.bgrad
+        else:
+            src, axis = (a_c, -1) if spec.bgrad_source == "a" else (b_c, -2)
+            if src.shape[0] > 1 and src.strides[0] == 0:
+                src = src[:1]
+            vec = src.sum(axis=axis)
+        out = self.aux_out[spec.bgrad_output]
+        length = vec.shape[-1]
+        view = _batched(out, 2, (length,))
+        name = self.dtypes.get(spec.bgrad_output) or self._aux_dtype(spec.bgrad_output)
+        _store(view, np.broadcast_to(vec, view.shape), name)

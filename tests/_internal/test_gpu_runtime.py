@@ -1,0 +1,98 @@
+"""CUDA runtime helpers, allocation from the user's pool, staging, streams (GPU only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuweave._internal import cuda, memory
+from cuweave._internal.staging import Stager
+from cuweave._internal.streams import resolve_stream
+
+pytestmark = pytest.mark.gpu
+
+
+def test_device_queries():
+    assert cuda.device_count() >= 1
+    major, minor = cuda.compute_capability(0)
+    assert major >= 5 and cuda.multiprocessor_count(0) > 0
+    assert cuda.total_memory(0) > 2**30 and cuda.device_name(0)
+
+
+@pytest.mark.parametrize("nbytes", [1, 1000, (8 << 20) + 17, 3 * (8 << 20)])
+def test_stager_round_trip(nbytes):
+    cuda.set_device(0)
+    drv = cuda.driver()
+    dptr = cuda.check(drv.cuMemAlloc(nbytes))
+    try:
+        src = np.random.default_rng(nbytes).integers(0, 255, nbytes, dtype=np.uint8)
+        dst = np.zeros_like(src)
+        st = Stager(chunk=1 << 20)
+        st.upload(src, int(dptr), 0)
+        st.download(int(dptr), dst, 0)
+        st.close()
+        assert np.array_equal(src, dst)
+    finally:
+        cuda.check(drv.cuMemFree(dptr))
+
+
+def test_stager_non_contiguous_host_arrays():
+    cuda.set_device(0)
+    drv = cuda.driver()
+    x = np.random.default_rng(0).standard_normal((64, 48))[::2, ::3]
+    dptr = cuda.check(drv.cuMemAlloc(x.size * 8))
+    try:
+        st = Stager()
+        st.upload(x, int(dptr), 0)
+        out = np.empty((32, 16))
+        st.download(int(dptr), out, 0)
+        assert np.array_equal(out, np.ascontiguousarray(x))
+    finally:
+        cuda.check(drv.cuMemFree(dptr))
+
+
+def test_torch_and_cupy_streams_and_pools():
+    torch = pytest.importorskip("torch")
+    s = torch.cuda.Stream()
+    assert resolve_stream(s).ptr == s.cuda_stream
+    with torch.cuda.stream(s):
+        assert resolve_stream(None, package="torch").ptr == s.cuda_stream
+    before = torch.cuda.memory_allocated()
+    p = memory.allocate(1 << 20, package="torch", device_id=0, stream=s.cuda_stream)
+    assert torch.cuda.memory_allocated() >= before + (1 << 20)  # from torch's pool
+    p.free()
+    del p
+    cp = pytest.importorskip("cupy")
+    cs = cp.cuda.Stream()
+    assert resolve_stream(cs).ptr == cs.ptr
+    with cs:
+        assert resolve_stream(None, package="cupy").ptr == cs.ptr
+    used = cp.get_default_memory_pool().used_bytes()
+    q = memory.allocate(1 << 20, package="cupy", device_id=0, stream=cs.ptr)
+    assert cp.get_default_memory_pool().used_bytes() >= used + (1 << 20)
+    q.free()
+
+
+def test_cuda_core_stream_and_default_pool():
+    from cuda.core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    assert resolve_stream(s).ptr == int(s.handle)
+    p = memory.allocate(4096, package=None, device_id=0, stream=int(s.handle))
+    cuda.memcpy_async(p.device_ptr, np.arange(512, dtype=np.float64).ctypes.data, 4096,
+                      int(s.handle))
+    cuda.synchronize(int(s.handle))
+    out = np.zeros(512)
+    cuda.memcpy(out.ctypes.data, p.device_ptr, 4096)
+    assert np.array_equal(out, np.arange(512))
+    p.free()
+
+
+def test_events_time_work():
+    start, end = cuda.Event(), cuda.Event()
+    start.record(0)
+    end.record(0)
+    end.synchronize()
+    assert start.elapsed_ms(end) >= 0.0

@@ -1,0 +1,202 @@
+"""Stream resolution, allocator protocol, memory_limit parsing, options and execution."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuweave._internal import memory
+from cuweave._internal.cache import PlanCache
+from cuweave._internal.errors import CudaUnavailableError, InvalidOptionError, InvalidStateError
+from cuweave._internal.lifecycle import StatefulObject
+from cuweave._internal.options import (
+    ExecutionCPU,
+    ExecutionCUDA,
+    check_enum,
+    coerce_options,
+    resolve_execution,
+)
+from cuweave._internal.streams import Stream, resolve_stream
+
+
+class CoreLikeStream:
+    def __init__(self, h):
+        self.h = h
+
+    def __cuda_stream__(self):
+        return (0, self.h)
+
+
+def test_stream_forms():
+    assert resolve_stream(None).ptr == 0
+    assert resolve_stream(1234).ptr == 1234
+    s = CoreLikeStream(0xABC)
+    r = resolve_stream(s)
+    assert r.ptr == 0xABC and r.obj is s
+    assert resolve_stream(r) is r
+    assert Stream(5) == Stream(5) and hash(Stream(5)) == hash(Stream(5))
+
+
+@pytest.mark.parametrize("bad", [-1, "stream", 1.5, True, object()])
+def test_stream_bad(bad):
+    with pytest.raises(InvalidOptionError, match="stream must be"):
+        resolve_stream(bad)
+
+
+@pytest.mark.parametrize("value,total,expected", [
+    (0, None, 0), (4096, None, 4096), ("1GiB", None, 2**30), ("1.5 MB", None, 1_500_000),
+    ("512kib", None, 512 * 1024), ("80%", 1000, 800), ("100%", 2**30, 2**30), (0.5, 100, 50),
+    ("123", None, 123),
+])
+def test_memory_limit(value, total, expected):
+    assert memory.parse_memory_limit(value, total) == expected
+
+
+@pytest.mark.parametrize("value", ["lots", "-1GiB", "0%", "150%", -5, True, None, [1], "1 XB"])
+def test_memory_limit_bad(value):
+    with pytest.raises(InvalidOptionError, match="memory_limit"):
+        memory.parse_memory_limit(value, 1000)
+
+
+def test_memory_limit_percentage_needs_total():
+    with pytest.raises(InvalidOptionError, match="device memory size"):
+        memory.parse_memory_limit("50%")
+
+
+class SyncAlloc(memory.BaseCUDAMemoryManager):
+    def __init__(self):
+        self.freed = []
+
+    def memalloc(self, size):
+        return memory.MemoryPointer(0x1000 + size, size, lambda: self.freed.append(size))
+
+
+class AsyncAlloc(memory.BaseCUDAMemoryManagerAsync):
+    def __init__(self):
+        self.calls = []
+
+    def memalloc_async(self, size, stream):
+        self.calls.append((size, stream))
+        return memory.MemoryPointer(0x2000, size, None)
+
+
+def test_allocator_protocol_used_and_freed_once():
+    a = SyncAlloc()
+    p = memory.allocate(100, package="numpy", device_id=0, stream=7, allocator=a)
+    assert (p.device_ptr, p.size) == (0x1000 + 100, 100)
+    p.free()
+    p.free()
+    assert a.freed == [100]
+    b = AsyncAlloc()
+    memory.allocate(64, package=None, device_id=0, stream=7, allocator=b)
+    assert b.calls == [(64, 7)]
+
+
+def test_allocator_abstract_and_bad():
+    with pytest.raises(TypeError):
+        memory.BaseCUDAMemoryManager()
+    with pytest.raises(InvalidOptionError, match="allocator must implement"):
+        memory.allocate(8, package=None, device_id=0, stream=0, allocator=object())
+
+
+def test_coerce_options_and_enums():
+    assert coerce_options(None, ExecutionCPU) == ExecutionCPU()
+    assert coerce_options({"num_threads": 3}, ExecutionCPU).num_threads == 3
+    with pytest.raises(InvalidOptionError, match=r"options keys must be among"):
+        coerce_options({"threads": 3}, ExecutionCPU)
+    with pytest.raises(InvalidOptionError, match="options must be a ExecutionCPU"):
+        coerce_options(3, ExecutionCPU)
+    from cuweave import ComputeType
+
+    assert check_enum("compute_32f", ComputeType, "compute_type") is ComputeType.COMPUTE_32F
+    assert check_enum(68, ComputeType, "compute_type") is ComputeType.COMPUTE_32F
+    assert check_enum("32F_FAST_TF32", ComputeType, "x") is ComputeType.COMPUTE_32F_FAST_TF32
+    with pytest.raises(InvalidOptionError, match="compute_type must be a ComputeType"):
+        check_enum("fast", ComputeType, "compute_type")
+
+
+@pytest.mark.parametrize("bad", [{"num_threads": 0}, {"num_threads": 1.5}])
+def test_execution_cpu_bad(bad):
+    with pytest.raises(InvalidOptionError, match="num_threads must be"):
+        ExecutionCPU(**bad)
+
+
+def test_execution_cuda_bad():
+    with pytest.raises(InvalidOptionError, match="device_id must be"):
+        ExecutionCUDA(device_id=-1)
+
+
+def test_resolve_execution_host_defaults(monkeypatch):
+    from cuweave._internal import cuda
+
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    monkeypatch.setattr(cuda, "unavailable_reason", lambda: "test")
+    assert resolve_execution(None, operand_device="cpu", operand_device_id=None) == ExecutionCPU()
+    assert resolve_execution("CPU", operand_device="cpu", operand_device_id=None) == ExecutionCPU()
+    assert resolve_execution({"name": "cpu", "num_threads": 2}, operand_device="cpu",
+                             operand_device_id=None) == ExecutionCPU(2)
+    with pytest.raises(CudaUnavailableError, match="use execution='cpu'"):
+        resolve_execution("cuda", operand_device="cpu", operand_device_id=None)
+    with pytest.raises(InvalidOptionError, match="execution must be"):
+        resolve_execution("tpu", operand_device="cpu", operand_device_id=None)
+    with pytest.raises(InvalidOptionError, match="execution must be 'cuda' for operands"):
+        resolve_execution("cpu", operand_device="cuda", operand_device_id=0)
+
+
+def test_resolve_execution_logs_cpu_fallback(monkeypatch, caplog):
+    from cuweave._internal import cuda
+
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    monkeypatch.setattr(cuda, "unavailable_reason", lambda: "no GPU here")
+    with caplog.at_level("INFO", logger="cuweave"):
+        resolve_execution(None, operand_device="cpu", operand_device_id=None)
+    assert [r.name for r in caplog.records] == ["cuweave.execution"]
+    assert "running on the CPU" in caplog.records[0].getMessage()
+
+
+class Thing(StatefulObject):
+    def __init__(self):
+        self.released = 0
+
+    def _release(self):
+        self.released += 1
+
+
+def test_lifecycle():
+    t = Thing()
+    with pytest.raises(InvalidStateError, match=r"Thing.execute\(\) requires plan\(\)"):
+        t._require_planned("execute")
+    t._mark_planned()
+    t._require_planned("execute")
+    with t:
+        pass
+    assert t.released == 1 and t.is_freed
+    t.free()
+    assert t.released == 1
+    with pytest.raises(InvalidStateError, match="after free"):
+        t._require_planned("execute")
+
+
+def test_plan_cache_lru_and_workspace_bound():
+    freed = []
+
+    class Obj:
+        def __init__(self, n):
+            self.n = n
+
+        def free(self):
+            freed.append(self.n)
+
+    c = PlanCache(maxsize=3, max_workspace_bytes=100)
+    c.put("a", Obj(1), 10)
+    c.put("b", Obj(2), 10)
+    c.put("c", Obj(3), 10)
+    assert c.pop("a").n == 1  # exclusive: a second pop misses
+    assert c.pop("a") is None
+    c.put("a", Obj(1), 10)
+    c.put("d", Obj(4), 10)  # evicts the LRU: "b"
+    assert freed == [2]
+    c.put("e", Obj(5), 95)  # over the byte bound: evicts until it fits
+    assert c.pop("c") is None and len(c) == 1
+    assert (c.hits, c.misses) == (1, 2)
+    c.clear()
+    assert sorted(freed) == [1, 2, 3, 4, 5]
