@@ -121,36 +121,79 @@ class Operand:
 
 
 def _bytes_to_elems(strides, itemsize, name):
-    out = []
-    for s in strides:
-        if s % itemsize:
-            raise InvalidOperandError(
-                f"{name} strides must be multiples of the item size {itemsize}, got {strides!r}")
-        out.append(s // itemsize)
-    return tuple(out)
+    out = tuple(s // itemsize for s in strides)
+    if any(s % itemsize for s in strides):
+        raise InvalidOperandError(
+            f"{name} strides must be multiples of the item size {itemsize}, got {strides!r}")
+    return out
+
+
+_DTYPE_NAMES: dict = {}  # dtype object (NumPy or torch) -> canonical name; dtype.name is slow
+
+
+def _dtype_name(dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = canonical_name(dtype)
+    return name
+
+
+def _numpy_data_pointer_reader():
+    """Fast ``PyArray_DATA``: the data pointer follows the object header in PyArrayObject.
+
+    Verified once against ``__array_interface__``; falls back to it if the layout differs.
+    """
+    import ctypes
+
+    probe = np.arange(3.0)[1:]
+    offset = object.__basicsize__
+    try:
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == \
+                probe.__array_interface__["data"][0]:
+            from_address = ctypes.c_void_p.from_address
+            return lambda x: from_address(id(x) + offset).value or 0
+    except Exception:  # pragma: no cover - other interpreters
+        pass
+    return lambda x: x.__array_interface__["data"][0]  # pragma: no cover
+
+
+_numpy_ptr = _numpy_data_pointer_reader()
+
+
+def _new_operand(obj, package, ptr, shape, strides, dtype, device, device_id, conj=False,
+                 keepalive=None) -> Operand:
+    """Trusted constructor (shape/strides already tuples of ints): the per-call fast path."""
+    op = Operand.__new__(Operand)
+    op.obj, op.package, op.ptr, op.shape, op.strides = obj, package, ptr, shape, strides
+    op.dtype, op.itemsize, op.device, op.device_id = dtype, ITEMSIZE[dtype], device, device_id
+    op.conj, op.keepalive = conj, keepalive
+    return op
 
 
 def _wrap_numpy(x, name):
-    dtype = canonical_name(x.dtype)
-    return Operand(x, "numpy", x.__array_interface__["data"][0], x.shape,
-                   _bytes_to_elems(x.strides, x.itemsize, name), dtype, "cpu", None)
+    itemsize = x.itemsize
+    strides = x.strides
+    if any(s % itemsize for s in strides):
+        _bytes_to_elems(strides, itemsize, name)  # raises
+    return _new_operand(x, "numpy", _numpy_ptr(x), x.shape,
+                        tuple(s // itemsize for s in strides), _dtype_name(x.dtype), "cpu", None)
 
 
 def _wrap_torch(x, name):
-    dtype = canonical_name(x.dtype)
-    dev = x.device
-    is_cuda = dev.type == "cuda"
-    if dev.type not in ("cpu", "cuda"):
-        raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got {dev}")
-    return Operand(x, "torch", x.data_ptr(), x.shape, x.stride(), dtype,
-                   "cuda" if is_cuda else "cpu", dev.index if is_cuda else None,
-                   conj=bool(x.is_conj()))
+    dtype = _dtype_name(x.dtype)
+    if x.is_cuda:
+        return _new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cuda",
+                            x.get_device(), x.is_conj())
+    if x.device.type != "cpu":
+        raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got {x.device}")
+    return _new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cpu", None,
+                        x.is_conj())
 
 
 def _wrap_cupy(x, name):
-    dtype = canonical_name(x.dtype)
-    return Operand(x, "cupy", x.data.ptr, x.shape,
-                   _bytes_to_elems(x.strides, x.itemsize, name), dtype, "cuda", x.device.id)
+    return _new_operand(x, "cupy", x.data.ptr, x.shape,
+                        _bytes_to_elems(x.strides, x.itemsize, name), _dtype_name(x.dtype),
+                        "cuda", x.device.id)
 
 
 def _pointer_device(ptr: int) -> int:
@@ -210,13 +253,18 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     >>> wrap_operand(np.zeros((2, 3), dtype=np.float32).T, "a")
     Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
     """
+    cls = type(x)
+    if cls is np.ndarray:
+        return _wrap_numpy(x, name)
+    mod = cls.__module__
+    if mod == "torch" or mod.startswith("torch."):
+        if hasattr(x, "data_ptr"):
+            return _wrap_torch(x, name)
     if isinstance(x, np.ndarray):
         return _wrap_numpy(x, name)
     if isinstance(x, DeviceArray):
         return Operand(x, "cuweave", x.ptr, x.shape, x.strides, x.dtype, "cuda", x.device_id)
-    mod = type(x).__module__.split(".", 1)[0]
-    if mod == "torch" and hasattr(x, "data_ptr"):
-        return _wrap_torch(x, name)
+    mod = mod.split(".", 1)[0]
     if mod == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
         return _wrap_cupy(x, name)
     cai = getattr(x, "__cuda_array_interface__", None)

@@ -34,6 +34,7 @@ __all__ = [
     "mathdx_include",
     "cccl_include",
     "cuda_include",
+    "database_sizes",
     "toolchain_versions",
     "generate_source",
     "parse_report",
@@ -129,6 +130,16 @@ def cuda_include() -> str:
                          "nvidia-cuda-runtime`")
 
 
+@functools.lru_cache(maxsize=4)
+def database_sizes(precision: str) -> tuple[int, ...]:
+    """FFT sizes cuFFTDx implements directly (no Bluestein workspace) in ``precision``."""
+    tag = {"float32": "fp32", "float64": "fp64"}[precision]
+    folder = os.path.join(mathdx_include(), "cufftdx", "database")
+    pattern = re.compile(rf"fft_(\d+)_{tag}_fwd\.hpp\.inc$")
+    sizes = {int(m.group(1)) for m in map(pattern.match, os.listdir(folder)) if m}
+    return tuple(sorted(sizes))
+
+
 def _nvrtc():
     try:
         from cuda.bindings import nvrtc
@@ -164,12 +175,19 @@ def toolchain_versions() -> dict:
 # Source generation
 # ---------------------------------------------------------------------------------------------
 
-_TRAITS_EXPR = (
-    "1u, F::block_dim.x, F::block_dim.y, F::block_dim.z, F::storage_size, "
-    "F::shared_memory_size, F::stride, F::elements_per_thread, F::ffts_per_block, "
-    "unsigned(F::requires_workspace), F::input_ept, F::output_ept, F::input_length, "
-    "F::output_length, F::implicit_type_batching, SUGGESTED"
-)
+_TRAITS_EXPR = {
+    Execution.Block: (
+        "1u, F::block_dim.x, F::block_dim.y, F::block_dim.z, F::storage_size, "
+        "F::shared_memory_size, F::stride, F::elements_per_thread, F::ffts_per_block, "
+        "unsigned(F::requires_workspace), F::input_ept, F::output_ept, F::input_length, "
+        "F::output_length, F::implicit_type_batching, D::suggested_ffts_per_block"
+    ),
+    Execution.Thread: (
+        "1u, 1u, 1u, 1u, F::storage_size, 0u, F::stride, F::elements_per_thread, 1u, 0u, "
+        "F::input_ept, F::output_ept, F::input_length, F::output_length, "
+        "F::implicit_type_batching, 1u"
+    ),
+}
 
 
 def _description(spec: FFTSpec) -> str:
@@ -196,23 +214,23 @@ def generate_source(spec: FFTSpec, symbol: str) -> str:
     d1 = f"decltype(cw_d0() + ElementsPerThread<{ept}u>())" if isinstance(ept, int) else "cw_d0"
     fpb = spec.ffts_per_block
     if not block:
-        final, suggested = "D", "1u"
+        final = "D"
     else:
         fpb_expr = f"{fpb}u" if isinstance(fpb, int) else (
             "D::suggested_ffts_per_block" if fpb == "suggested" else "1u")
         final = f"decltype(D() + FFTsPerBlock<{fpb_expr}>())"
-        suggested = "D::suggested_ffts_per_block"
     if block:
         epts = ", ".join(
             f"unsigned(is_supported_v<decltype(cw_d0() + ElementsPerThread<{e}u>()), {spec.sm}u>)"
             for e in spec.ept_candidates())
         run_args, run_call, c_params = "void* td, void* sm", "td, sm", "void* td, void* sm"
-        body = "F().execute(static_cast<V*>(td), static_cast<V*>(sm));"
+        body = ("if constexpr (!F::requires_workspace) "
+                "F().execute(static_cast<V*>(td), static_cast<V*>(sm));")
     else:
         epts = "0u"
         run_args, run_call, c_params = "void* td", "td", "void* td"
         body = "F().execute(static_cast<V*>(td));"
-    traits = _TRAITS_EXPR.replace("SUGGESTED", suggested)
+    traits = _TRAITS_EXPR[spec.execution]
     return f"""\
 #include <cufftdx.hpp>
 namespace {{

@@ -1,0 +1,90 @@
+"""The numba-cuda side: turning compiled LTO-IR into a device function callable in a kernel.
+
+Imported only when an ``execute`` is resolved, so ``import cuweave.device`` never imports numba.
+The generated ``extern "C"`` wrapper takes ``void*`` arguments; :func:`data_pointer` is a tiny
+intrinsic handing over the data pointer of a local/shared/global array, and the LTO link lets
+nvJitLink inline the whole FFT into the user's kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._internal.errors import LibraryNotFoundError
+
+__all__ = ["numba_modules", "value_type", "make_execute"]
+
+
+@functools.lru_cache(maxsize=1)
+def numba_modules():
+    """``(cuda, types, intrinsic, LTOIR)`` from numba-cuda; raises LibraryNotFoundError."""
+    try:
+        from numba import cuda
+        from numba.cuda import LTOIR
+    except ImportError as e:
+        raise LibraryNotFoundError("numba-cuda", "numba", str(e)) from e
+    try:
+        from numba.cuda import types
+        from numba.cuda.extending import intrinsic
+    except ImportError:  # older numba-cuda layouts
+        from numba.core import types
+        from numba.core.extending import intrinsic
+    return cuda, types, intrinsic, LTOIR
+
+
+def value_type(precision: str):
+    """The numba complex type of a precision name."""
+    _, types, _, _ = numba_modules()
+    return {"float32": types.complex64, "float64": types.complex128}[precision]
+
+
+def real_type(precision: str):
+    """The numba real type of a precision name."""
+    _, types, _, _ = numba_modules()
+    return {"float32": types.float32, "float64": types.float64}[precision]
+
+
+@functools.lru_cache(maxsize=1)
+def data_pointer():
+    """An intrinsic ``data_pointer(array) -> void*`` (the array's first element)."""
+    _, types, intrinsic, _ = numba_modules()
+    from llvmlite import ir
+
+    @intrinsic
+    def _data_pointer(typingctx, arr):
+        if not isinstance(arr, types.Array):
+            return None
+        sig = types.voidptr(arr)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            return builder.bitcast(ary.data, ir.IntType(8).as_pointer())
+
+        return sig, codegen
+
+    return _data_pointer
+
+
+def make_execute(symbol: str, ltoir: bytes, block: bool):
+    """A ``cuda.jit(device=True)`` function calling the wrapper ``symbol`` linked from ``ltoir``.
+
+    Block execution takes ``(thread_data, shared_memory)``, Thread execution ``(thread_data)``.
+    """
+    cuda, types, _, LTOIR = numba_modules()
+    nargs = 2 if block else 1
+    ext = cuda.declare_device(
+        symbol, types.int32(*([types.voidptr] * nargs)),
+        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")], abi="c",
+    )
+    ptr = data_pointer()
+    if block:
+
+        def execute(thread_data, shared_memory):
+            ext(ptr(thread_data), ptr(shared_memory))
+
+    else:
+
+        def execute(thread_data):
+            ext(ptr(thread_data))
+
+    return cuda.jit(device=True, forceinline=True)(execute)

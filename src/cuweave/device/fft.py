@@ -1,0 +1,353 @@
+"""``cuweave.device.FFT``: a cuFFTDx FFT callable inside a user's numba ``@cuda.jit`` kernel.
+
+Building an :class:`FFT` validates the knobs, then finds the configuration in the on-disk cache
+or compiles it once with NVRTC (C++ generated from the knobs; see ``_codegen``). The compile
+yields the LTO-IR of an ``extern "C"`` wrapper and the traits, so traits are known without a
+GPU. ``fft.execute`` is a numba device function that links that LTO-IR itself: the user never
+passes ``link=``.
+
+A kernel using a block FFT::
+
+    fft = FFT("c2c", size=256, precision=np.float32, direction="forward",
+              ffts_per_block="suggested")
+    execute, ept, stride = fft.execute, fft.elements_per_thread, fft.stride
+    storage, fpb, vt = fft.storage_size, fft.ffts_per_block, fft.value_type
+
+    @cuda.jit
+    def kernel(data):
+        td = cuda.local.array(storage, dtype=vt)
+        smem = cuda.shared.array(0, dtype=vt)
+        batch = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+        for i in range(ept):
+            td[i] = data[batch, cuda.threadIdx.x + i * stride]
+        execute(td, smem)
+        ...
+
+    kernel[batches // fpb, fft.block_dim, 0, fft.shared_memory_size](data)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._internal.errors import CudaUnavailableError, InvalidOptionError, LibraryNotFoundError
+from .._internal.logging import get_logger
+from . import _cache, _codegen
+from ._options import Execution, FFTSpec, FFTType, RealMode, max_size, normalize_sm
+
+__all__ = ["FFT", "Dim3", "valid_sizes", "warm_cache", "default_sm"]
+
+_log = get_logger("device.fft")
+Dim3 = namedtuple("Dim3", ["x", "y", "z"])
+_executes: dict[str, object] = {}
+_executes_lock = threading.Lock()
+# Approximate dynamic shared memory per block by architecture (bytes), for valid() bounds.
+_SMEM_LIMIT = {700: 96, 720: 96, 750: 64, 800: 163, 860: 99, 870: 163, 890: 99, 900: 227,
+               1000: 227, 1010: 227, 1030: 227, 1200: 99, 1210: 99}
+
+
+def default_sm() -> int:
+    """cuFFTDx SM value of the current CUDA device (raises CudaUnavailableError without one)."""
+    from .._internal import cuda
+
+    if not cuda.is_available():
+        raise CudaUnavailableError(
+            "sm must be given (e.g. sm=90) when no CUDA device is present: "
+            f"{cuda.unavailable_reason()}"
+        )
+    device = cuda.current_device()
+    return normalize_sm(cuda.compute_capability(0 if device is None else device))
+
+
+def _require_numba() -> None:
+    for name in ("numba", "numba.cuda"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise LibraryNotFoundError("numba-cuda", "numba", f"module {name!r} not found")
+
+
+def _nearest(values, target, n=3):
+    return sorted(sorted(values, key=lambda v: abs(v - target))[:n])
+
+
+def _check_size(spec: FFTSpec) -> None:
+    sizes = _codegen.database_sizes(spec.precision)
+    n = spec.execution_size
+    if n in sizes:
+        return
+    what = "size // 2" if spec.real_mode is RealMode.folded else "size"
+    raise InvalidOptionError(
+        f"{what} must be one of the sizes cuFFTDx implements without a workspace in "
+        f"{spec.precision} (nearest: {_nearest(sizes, n)}; see cuweave.device.valid_sizes()), "
+        f"got {spec.size!r}"
+    )
+
+
+def _entry_for(spec: FFTSpec) -> dict:
+    """Cached or freshly compiled ``{'traits', 'symbol', 'ltoir', 'error'}`` for ``spec``."""
+    key = _cache.make_key([list(spec.key()), _codegen.toolchain_versions()])
+    entry = _cache.load(key)
+    if entry is None:
+        symbol = f"cuweave_dx_fft_{key}"
+        try:
+            entry = _codegen.compile_spec(spec, symbol)
+            entry["error"] = None
+        except InvalidOptionError as e:
+            entry = {"traits": None, "symbol": symbol, "ltoir": None, "error": str(e)}
+        _cache.store(key, entry)
+    return entry
+
+
+def _resolve(spec: FFTSpec) -> dict:
+    """Validated entry for ``spec``; raises InvalidOptionError naming the offending knob."""
+    _check_size(spec)
+    entry = _entry_for(spec)
+    traits = entry["traits"]
+    if entry.get("error") is None and traits["ok"] and not traits["requires_workspace"]:
+        return entry
+    ept = spec.elements_per_thread
+    if isinstance(ept, int):
+        base = _resolve(FFTSpec(**{**spec.__dict__, "elements_per_thread": None,
+                                   "ffts_per_block": None}))
+        valid = base["traits"]["valid_elements_per_thread"]
+        raise InvalidOptionError(
+            f"elements_per_thread must be one of {valid} for a size-{spec.size} "
+            f"{spec.fft_type.name} {spec.precision} FFT on sm_{spec.sm // 10}, got {ept!r}"
+        )
+    if traits and traits["requires_workspace"]:
+        raise InvalidOptionError(
+            f"size must not need a Bluestein workspace (unsupported), got {spec.size!r}"
+        )
+    raise InvalidOptionError(entry.get("error") or f"the configuration {spec.key()!r} is not "
+                             "supported by cuFFTDx")
+
+
+class FFT:
+    """An FFT computed inside a numba CUDA kernel by a thread block or a single thread.
+
+    Parameters
+    ----------
+    fft_type : {'c2c', 'r2c', 'c2r'}
+        Transform type.
+    size : int
+        Transform length; see :func:`valid_sizes`.
+    precision : numpy.float32 or numpy.float64
+        Real precision of the data.
+    direction : {'forward', 'inverse'}, optional
+        Defaults to 'forward' for c2c and r2c and 'inverse' for c2r.
+    execution : {'Block', 'Thread'}
+        Whether a thread block or a single thread computes one FFT.
+    sm : int or tuple, optional
+        Target compute capability (90, (9, 0), 'sm_90'); default: the current device's.
+    ffts_per_block : int or 'suggested', optional
+        FFTs per block (Block execution). Default 1.
+    elements_per_thread : int or 'suggested', optional
+        Elements each thread holds (Block execution). Default: cuFFTDx's suggestion.
+    real_fft_options : dict, optional
+        ``{'complex_layout': 'natural'|'packed'|'full', 'real_mode': 'normal'|'folded'}``.
+
+    Notes
+    -----
+    Inside a kernel allocate ``cuda.local.array(fft.storage_size, fft.value_type)``; element
+    ``i`` of the thread's share of FFT data sits at index ``threadIdx.x + i * fft.stride``
+    (``i < fft.elements_per_thread``, or ``input_ept``/``output_ept`` for real FFTs, whose real
+    side is read through ``thread_data.view(fft.precision)``). Launch with ``fft.block_dim``
+    threads and ``fft.shared_memory_size`` bytes of dynamic shared memory (Block execution).
+    """
+
+    def __init__(self, fft_type="c2c", size=None, precision=np.float32, direction=None,
+                 execution="Block", *, sm=None, ffts_per_block=None, elements_per_thread=None,
+                 real_fft_options=None):
+        spec = FFTSpec.from_knobs(
+            fft_type, size, precision, direction, execution,
+            sm=default_sm() if sm is None else sm, ffts_per_block=ffts_per_block,
+            elements_per_thread=elements_per_thread, real_fft_options=real_fft_options,
+        )
+        _require_numba()
+        entry = _resolve(spec)
+        self._spec = spec
+        self._symbol = entry["symbol"]
+        self._ltoir = entry["ltoir"]
+        self._traits = entry["traits"]
+
+    # ----- knobs ------------------------------------------------------------------------------
+    @property
+    def fft_type(self) -> str:
+        return self._spec.fft_type.name
+
+    @property
+    def size(self) -> int:
+        return self._spec.size
+
+    @property
+    def precision(self):
+        """The real precision as a NumPy scalar type."""
+        return np.dtype(self._spec.precision).type
+
+    @property
+    def direction(self) -> str:
+        return self._spec.direction.name
+
+    @property
+    def execution(self) -> str:
+        return self._spec.execution.name
+
+    @property
+    def sm(self) -> int:
+        """Target compute capability as cuFFTDx's SM value (900 for 9.0)."""
+        return self._spec.sm
+
+    @property
+    def real_fft_options(self) -> dict | None:
+        if self._spec.fft_type is FFTType.c2c:
+            return None
+        return {"complex_layout": self._spec.complex_layout.name,
+                "real_mode": self._spec.real_mode.name}
+
+    # ----- traits -----------------------------------------------------------------------------
+    @property
+    def value_type(self):
+        """numba complex type of the register storage (complex64 or complex128)."""
+        from ._numba_ext import value_type
+
+        return value_type(self._spec.precision)
+
+    @property
+    def input_type(self):
+        """numba type of input elements (real for r2c, else complex)."""
+        from ._numba_ext import real_type
+
+        if self._spec.fft_type is FFTType.r2c and self._spec.real_mode is RealMode.normal:
+            return real_type(self._spec.precision)
+        return self.value_type
+
+    @property
+    def output_type(self):
+        """numba type of output elements (real for c2r, else complex)."""
+        from ._numba_ext import real_type
+
+        if self._spec.fft_type is FFTType.c2r and self._spec.real_mode is RealMode.normal:
+            return real_type(self._spec.precision)
+        return self.value_type
+
+    @property
+    def block_dim(self) -> Dim3:
+        t = self._traits
+        return Dim3(t["block_dim_x"], t["block_dim_y"], t["block_dim_z"])
+
+    def _trait(name):  # noqa: N805 - descriptor factory used in the class body only
+        def get(self):
+            return int(self._traits[name])
+
+        get.__name__ = name
+        return property(get, doc=f"cuFFTDx trait ``{name}``.")
+
+    storage_size = _trait("storage_size")
+    shared_memory_size = _trait("shared_memory_size")
+    stride = _trait("stride")
+    elements_per_thread = _trait("elements_per_thread")
+    ffts_per_block = _trait("ffts_per_block")
+    input_ept = _trait("input_ept")
+    output_ept = _trait("output_ept")
+    input_length = _trait("input_length")
+    output_length = _trait("output_length")
+    implicit_type_batching = _trait("implicit_type_batching")
+    suggested_ffts_per_block = _trait("suggested_ffts_per_block")
+    del _trait
+
+    @property
+    def requires_workspace(self) -> bool:
+        return bool(self._traits["requires_workspace"])
+
+    @property
+    def workspace_size(self) -> int:
+        return 0
+
+    # ----- execution --------------------------------------------------------------------------
+    @property
+    def execute(self):
+        """numba device function: ``execute(thread_data, shared_memory)`` (Block) or
+        ``execute(thread_data)`` (Thread). Arrays are passed by their data pointer."""
+        fn = _executes.get(self._symbol)
+        if fn is None:
+            from ._numba_ext import make_execute
+
+            with _executes_lock:
+                fn = _executes.get(self._symbol)
+                if fn is None:
+                    fn = make_execute(self._symbol, self._ltoir,
+                                      self._spec.execution is Execution.Block)
+                    _executes[self._symbol] = fn
+        return fn
+
+    # ----- queries ----------------------------------------------------------------------------
+    def valid(self, *knobs):
+        """Valid values of ``'elements_per_thread'`` and/or ``'ffts_per_block'``.
+
+        One knob gives a list of ints; several give a list of tuples in the order asked.
+        ``ffts_per_block`` bounds are approximate (1024 threads and the architecture's dynamic
+        shared memory per block).
+        """
+        allowed = ("elements_per_thread", "ffts_per_block")
+        if not knobs or any(k not in allowed for k in knobs):
+            raise InvalidOptionError(f"knobs must be among {allowed!r}, got {knobs!r}")
+        if self._spec.execution is Execution.Thread:
+            combos = [(self.elements_per_thread, 1)]
+        else:
+            combos = []
+            smem_per_fft = self.shared_memory_size / max(self.ffts_per_block, 1)
+            limit = _SMEM_LIMIT.get(self._spec.sm, 48) * 1024
+            for ept in self._traits["valid_elements_per_thread"]:
+                threads = -(-self._spec.execution_size // ept)
+                top = 1024 // threads
+                if smem_per_fft:
+                    top = min(top, int(limit // smem_per_fft))
+                combos += [(ept, f) for f in range(1, max(top, 1) + 1)]
+        index = [allowed.index(k) for k in knobs]
+        picked = sorted({tuple(c[i] for i in index) for c in combos})
+        return [p[0] for p in picked] if len(knobs) == 1 else picked
+
+    def __repr__(self):
+        s = self._spec
+        return (f"FFT({s.fft_type.name!r}, size={s.size}, precision={s.precision}, "
+                f"direction={s.direction.name!r}, execution={s.execution.name!r}, "
+                f"sm={s.sm // 10}, ffts_per_block={self.ffts_per_block}, "
+                f"elements_per_thread={self.elements_per_thread})")
+
+
+def valid_sizes(fft_type="c2c", precision=np.float32, execution="Block", *, sm=None,
+                real_fft_options=None) -> list[int]:
+    """Sizes a device FFT of this kind supports (without a Bluestein workspace)."""
+    probe = FFTSpec.from_knobs(fft_type, 2 if not real_fft_options else 4, precision, None,
+                               execution, sm=default_sm() if sm is None else sm,
+                               real_fft_options=real_fft_options)
+    real = probe.fft_type is not FFTType.c2c
+    top = max_size(probe.precision, probe.execution, probe.sm, real)
+    folded = probe.real_mode is RealMode.folded
+    out = []
+    for n in _codegen.database_sizes(probe.precision):
+        size = 2 * n if folded else n
+        if size <= top and (probe.execution is Execution.Block or n <= top):
+            out.append(size)
+    return out
+
+
+def warm_cache(configs, max_workers=None) -> list[FFT]:
+    """Build several FFTs at once (NVRTC runs in parallel threads); returns them in order.
+
+    ``configs`` is an iterable of keyword dicts for :class:`FFT`. Compiled configurations land
+    in the on-disk cache, so later processes build them in milliseconds.
+    """
+    configs = [dict(c) for c in configs]
+    if not configs:
+        return []
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        return list(pool.map(lambda kw: FFT(**kw), configs))

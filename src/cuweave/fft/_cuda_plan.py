@@ -1,0 +1,173 @@
+"""The cuFFT side of an FFT object: plan handle, callbacks, workspace and scratch buffers.
+
+:class:`CudaPlan` creates the handle with automatic work-area allocation off (the workspace comes
+from the user's pool), attaches LTO callbacks (the user's, or the one fusing a ``norm=`` scale),
+makes the plan with ``cufftMakePlanMany64`` (``cufftXtMakePlanMany`` for half precision) and
+keeps the bare ``cufftXtExec`` for the hot path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from .._bindings import cufft
+from .._bindings.library_types import CudaDataType
+from .._internal import cuda
+from .._internal.errors import InvalidOptionError
+from .._internal.memory import allocate
+from . import _callbacks as cb
+
+__all__ = ["CudaPlan", "Buffers"]
+
+_CUFFT_TYPE = {
+    ("C2C", "complex64"): cufft.CufftType.C2C,
+    ("C2C", "complex128"): cufft.CufftType.Z2Z,
+    ("R2C", "float32"): cufft.CufftType.R2C,
+    ("R2C", "float64"): cufft.CufftType.D2Z,
+    ("C2R", "complex64"): cufft.CufftType.C2R,
+    ("C2R", "complex128"): cufft.CufftType.Z2D,
+}
+_HALF = {"float16": CudaDataType.CUDA_R_16F, "complex32": CudaDataType.CUDA_C_16F}
+
+
+class Buffers:
+    """Named device buffers (workspace, staging, scratch) from the user's pool, grown lazily."""
+
+    __slots__ = ("_mem", "package", "device_id", "allocator")
+
+    def __init__(self, package, device_id, allocator):
+        self._mem = {}
+        self.package = package if package in ("torch", "cupy") else None
+        self.device_id = device_id
+        self.allocator = allocator
+
+    def get(self, name: str, nbytes: int, stream: int) -> int:
+        mem = self._mem.get(name)
+        if mem is None or mem.size < nbytes:
+            if mem is not None:
+                mem.free()
+            mem = allocate(nbytes, package=self.package, device_id=self.device_id,
+                           stream=stream, allocator=self.allocator)
+            self._mem[name] = mem
+        return mem.device_ptr
+
+    def has(self, name: str) -> bool:
+        return name in self._mem
+
+    def release(self, name: str | None = None) -> None:
+        names = list(self._mem) if name is None else [name]
+        for n in names:
+            mem = self._mem.pop(n, None)
+            if mem is not None:
+                mem.free()
+
+
+def _resolve_callbacks(spec, prolog, epilog, scale, logger):
+    """Attach the ``norm`` scale to a callback slot; returns (prolog, epilog, unfused_scale)."""
+    if scale == 1.0:
+        return prolog, epilog, 1.0
+    half = spec.dtype in _HALF or spec.out_dtype in _HALF
+    if half:
+        return prolog, epilog, scale
+    cc = cuda.compute_capability(spec.device_id)
+    if epilog is None:
+        code, sym = cb.scale_callback("epilog", spec.out_dtype, scale, cc)
+        return prolog, cb_callable(code, sym), 1.0
+    if _foldable(epilog):
+        return prolog, dataclasses.replace(epilog, ltoir=cb.fold_scale(epilog.ltoir, scale),
+                                           size=None), 1.0
+    if prolog is None:
+        code, sym = cb.scale_callback("prolog", spec.dtype, scale, cc)
+        return cb_callable(code, sym), epilog, 1.0
+    if _foldable(prolog):
+        return dataclasses.replace(prolog, ltoir=cb.fold_scale(prolog.ltoir, scale),
+                                   size=None), epilog, 1.0
+    logger.warning("norm scaling cannot be fused: both prolog and epilog are raw LTO-IR; "
+                   "applying it as a separate pass")
+    return prolog, epilog, scale
+
+
+def _foldable(c) -> bool:
+    return isinstance(c.ltoir, cb.LTOIR) and c.ltoir.source is not None
+
+
+def cb_callable(code: bytes, symbol: str):
+    from ._options import DeviceCallable
+
+    return DeviceCallable(ltoir=code, symbol=symbol)
+
+
+class CudaPlan:
+    """A made cuFFT plan for ``spec`` (see module docstring).
+
+    Attributes
+    ----------
+    handle : int
+    workspace_size : int
+    exec_fn : ctypes function
+        ``cufftXtExec`` with declared argtypes; call ``exec_fn(handle, in, out, direction)``.
+    unfused_scale : float
+        A scale that could not be fused (applied by the caller after execution), else 1.
+    """
+
+    def __init__(self, spec, *, prolog, epilog, scale, logger):
+        if (prolog is not None or epilog is not None) and (spec.dtype in _HALF):
+            raise InvalidOptionError(
+                f"prolog and epilog must be None for {spec.dtype} operands (cuFFT has no "
+                "half-precision callbacks), got a callback")
+        t0 = time.perf_counter()
+        cuda.set_device(spec.device_id)
+        prolog, epilog, self.unfused_scale = _resolve_callbacks(spec, prolog, epilog, scale,
+                                                                logger)
+        self.handle = cufft.create()
+        self._keep = []
+        try:
+            cufft.set_auto_allocation(self.handle, False)
+            self._attach("prolog", prolog, spec.dtype)
+            self._attach("epilog", epilog, spec.out_dtype)
+            self.workspace_size = self._make(spec)
+        except BaseException:
+            cufft.destroy(self.handle)
+            self.handle = None
+            raise
+        self.exec_fn = cufft.raw("cufftXtExec")
+        self.has_callbacks = prolog is not None or epilog is not None
+        if logger.isEnabledFor(20):
+            logger.info("cuFFT plan %s %s n=%s batch=%d workspace=%d B callbacks=%s in %.3f ms",
+                        spec.fft_type, spec.dtype, spec.layout.n, spec.layout.batch,
+                        self.workspace_size, self.has_callbacks,
+                        1e3 * (time.perf_counter() - t0))
+
+    def _attach(self, kind, c, dtype) -> None:
+        if c is None:
+            return
+        symbol = c.symbol or cb.default_symbol(kind, dtype)
+        self._keep.extend(cufft.xt_set_jit_callback(
+            self.handle, symbol, c.ltoir, c.size, cb.callback_type(kind, dtype), c.data))
+
+    def _make(self, spec) -> int:
+        lay = spec.layout
+        rank = len(lay.n)
+        if spec.dtype in _HALF:
+            in_t, out_t = _HALF[spec.dtype], _HALF[spec.out_dtype]
+            exec_t = CudaDataType.CUDA_C_16F
+            return cufft.xt_make_plan_many(
+                self.handle, rank, lay.n, lay.inp.embed, lay.inp.stride, lay.inp.dist, in_t,
+                lay.out.embed, lay.out.stride, lay.out.dist, out_t, lay.batch, exec_t)
+        return cufft.make_plan_many64(
+            self.handle, rank, lay.n, lay.inp.embed, lay.inp.stride, lay.inp.dist,
+            lay.out.embed, lay.out.stride, lay.out.dist, _CUFFT_TYPE[(spec.fft_type, spec.dtype)],
+            lay.batch)
+
+    def set_stream(self, stream: int) -> None:
+        cufft.set_stream(self.handle, stream)
+
+    def set_work_area(self, ptr: int) -> None:
+        cufft.set_work_area(self.handle, ptr)
+
+    def destroy(self) -> None:
+        h, self.handle = self.handle, None
+        self._keep = []
+        if h is not None:
+            cufft.destroy(h)

@@ -1,0 +1,158 @@
+"""Epilog inputs/outputs of one planned matmul, in the lt frame, and host staging helpers."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..._bindings import cublaslt as lt
+from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
+from ..._internal.operands import check_same_place, wrap_operand
+from ._epilogs import MatmulEpilog, aux_layout, epilog_spec, validate_epilog_inputs
+from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
+
+__all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
+           "perm_from_strides"]
+
+_SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
+_A = lt.MatmulDescAttribute
+_PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are set per execute)
+
+
+def lt_epilog(spec, swap: bool):
+    """The epilog spec in the lt frame (BGRADA and BGRADB trade places when swapped)."""
+    return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec
+
+
+def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
+    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
+    if arr.size == 0:
+        return np.empty(0, np.uint8)
+    strides = [s for s, n in zip(arr.strides, arr.shape) if n > 1]
+    if any(s < 0 for s in strides):
+        return None
+    dims = sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n > 1)
+    expect = arr.itemsize
+    for s, n in dims:
+        if s != expect:
+            return None
+        expect *= n
+    buf = (ctypes.c_uint8 * arr.nbytes).from_address(arr.ctypes.data)
+    return np.frombuffer(buf, np.uint8)
+
+
+def staged(op):
+    """(host array, strides in elements) of a host operand as it will live on the device."""
+    arr = op.host_array()
+    if dense_bytes(arr) is not None:
+        return arr, op.strides
+    arr = np.ascontiguousarray(arr)
+    return arr, tuple(s // arr.itemsize for s in arr.strides)
+
+
+def perm_from_strides(shape, strides) -> tuple:
+    """Axis order outermost → innermost for ``operands.empty(perm=...)``."""
+    return tuple(sorted(range(len(shape)), key=lambda i: (-strides[i], i)))
+
+
+def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) -> dict:
+    """``{reason: swap}`` constraints the epilog puts on the frame."""
+    forced = {}
+    if spec.bias:
+        axis = bias_axis(inputs["bias"].shape, user_m, user_n, batch_shape)
+        forced[f"a bias along {axis.upper()}"] = axis == "n"
+    if spec.aux_input:
+        op = inputs[spec.aux_input]
+        frames = aux_frames(spec.aux_input, op.shape, op.strides, user_m, user_n, batch_shape,
+                            d_dtype)
+        if len(frames) > 1:
+            recalled = recall_aux_frame(op.ptr, op.shape)
+            frames = [recalled if recalled is not None else False]
+        forced[f"epilog_inputs[{spec.aux_input!r}]"] = frames[0]
+    elif spec.outputs and not spec.bias:
+        forced[f"the {spec.name} aux outputs"] = False
+    return forced
+
+
+class EpilogBinding:
+    """Validated epilog inputs and the layouts of its outputs for one planned problem."""
+
+    def __init__(self, spec, epilog_inputs, problem, types, ref_ops: dict, prefs):
+        self.spec = spec
+        self.lt = lt_epilog(spec, problem.swap)
+        raw = validate_epilog_inputs(spec, epilog_inputs)
+        self.inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]") for k, v in raw.items()}
+        check_same_place({**ref_ops, **self.inputs})
+        p = self.p = problem
+        d_dtype = types["d"]
+        count = p.batch_count
+        self.static = []
+        self.bias_bstride = 0
+        if spec.bias:
+            op = self.inputs["bias"]
+            axis = "n" if p.swap else "m"
+            self.bias_bstride = bias_layout(op.shape, op.strides, axis, p.batch_shape)
+            want = d_dtype if not types["fp8"] else types["c_layout"]
+            if op.dtype != want:
+                from ..._internal.errors import InvalidOperandError
+
+                raise InvalidOperandError(
+                    f"epilog_inputs['bias'] dtype must be {want!r}, got {op.dtype!r}")
+            if count > 1:
+                self.static.append((_A.BIAS_BATCH_STRIDE, self.bias_bstride))
+        aux_kw = {"ab_dtype": types["a"], "c_dtype": types["c"]}
+        aux_type = prefs.epilog.aux_type if prefs is not None else None
+        self.outputs = []  # (user name, lt name, shape, strides, dtype)
+        for name in self.lt.outputs:
+            shape, strides, dtype = aux_layout(name, p.m, p.n, p.batch_shape, d_dtype, **aux_kw)
+            if name == "gelu_aux" and aux_type is not None:
+                dtype = aux_type
+            user = _SWAP_NAME.get(name, name) if p.swap else name
+            self.outputs.append((user, name, shape, strides, dtype))
+        aux_name = spec.aux_input or spec.aux_output
+        if aux_name:
+            shape, strides, dtype = aux_layout(aux_name, p.m, p.n, p.batch_shape, d_dtype,
+                                               **aux_kw)
+            bits = 8 if aux_name == "relu_aux" else 1
+            self.static.append((_A.EPILOGUE_AUX_LD, shape[-2] * bits))
+            if count > 1:
+                self.static.append((_A.EPILOGUE_AUX_BATCH_STRIDE, shape[-2] * shape[-1] * bits))
+            if aux_type is not None and aux_name == "gelu_aux":
+                self.static.append((_A.EPILOGUE_AUX_DATA_TYPE, int(CUDA_DATA_TYPE[aux_type])))
+            self.static.append((_A.EPILOGUE_AUX_POINTER, ctypes.c_void_p(_PLACEHOLDER)))
+        if spec.bgrad_output and count > 1:
+            length = p.n if self.lt.bgrad_output == "bgradb" else p.m
+            self.static.append((_A.BIAS_BATCH_STRIDE, length))
+        if spec.bias or spec.bgrad_output:
+            self.static.append((_A.BIAS_POINTER, ctypes.c_void_p(
+                self.inputs["bias"].ptr if spec.bias else _PLACEHOLDER)))
+            if types["fp8"]:
+                bd = types["c_layout"] if spec.bias else "bfloat16"
+                self.static.append((_A.BIAS_DATA_TYPE, int(CUDA_DATA_TYPE[bd])))
+        self.has_pointers = bool(spec.inputs or spec.outputs)
+
+    def static_attributes(self):
+        return list(self.static)
+
+    def output_nbytes(self, entry) -> int:
+        _, _, shape, strides, dtype = entry
+        n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
+        return n * ITEMSIZE[dtype]
+
+    def reset_inputs(self, epilog_inputs, check: bool) -> None:
+        """Swap in new epilog input arrays (same shapes/strides/dtypes when ``check``)."""
+        from ..._internal.errors import InvalidOperandError
+
+        raw = validate_epilog_inputs(self.spec, epilog_inputs)
+        for k, v in raw.items():
+            op = wrap_operand(v, f"epilog_inputs[{k!r}]")
+            old = self.inputs[k]
+            if check and (op.shape, op.strides, op.dtype, op.package, op.place) != (
+                    old.shape, old.strides, old.dtype, old.package, old.place):
+                raise InvalidOperandError(
+                    f"epilog_inputs[{k!r}] must match the planned one ({old!r}), got {op!r}")
+            self.inputs[k] = op
+
+
+_SWAP_NAME = {"bgrada": "bgradb", "bgradb": "bgrada"}

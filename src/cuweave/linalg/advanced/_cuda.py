@@ -1,0 +1,297 @@
+"""The CUDA backend of :class:`~cuweave.linalg.advanced.Matmul`: cuBLASLt descriptors,
+heuristics, the pre-built hot-path call, autotuning and host staging.
+
+:class:`CudaEngine` receives a fully validated :class:`~._layout.Problem` plus the types from
+the Matmul object; it never re-validates on the hot path. ``execute`` patches the pointers of
+a pre-built argument list and calls the raw ``cublasLtMatmul`` function.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+import numpy as np
+
+from ..._bindings import cublaslt as lt
+from ..._bindings.library_types import CudaDataType
+from ..._internal import cuda
+from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
+from ..._internal.errors import CublasLtError, InvalidOperandError
+from ..._internal.memory import allocate, parse_memory_limit
+from ..._internal.staging import Stager
+from ._algorithm import Algorithm
+
+__all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY"]
+
+SCALE_NUMPY = {
+    CudaDataType.CUDA_R_16F: np.float16, CudaDataType.CUDA_R_32F: np.float32,
+    CudaDataType.CUDA_R_64F: np.float64, CudaDataType.CUDA_C_32F: np.complex64,
+    CudaDataType.CUDA_C_64F: np.complex128,
+}
+_MAX_WORKSPACE = 32 << 20
+_handles: dict[int, int] = {}
+_handles_lock = threading.Lock()
+_A, _B, _C, _D, _ALGO, _WS, _WS_SIZE, _STREAM = 3, 5, 8, 10, 12, 13, 14, 15
+
+
+def handle_for(device_id: int) -> int:
+    """One cuBLASLt handle per device for the process (created on first use)."""
+    h = _handles.get(device_id)
+    if h is None:
+        with _handles_lock:
+            h = _handles.get(device_id)
+            if h is None:
+                cuda.set_device(device_id)
+                h = _handles[device_id] = lt.create()
+    return h
+
+
+def _extent_bytes(lt_op, count, itemsize) -> int:
+    per = (lt_op.cols - 1) * lt_op.ld + lt_op.rows
+    return (per + (count - 1) * lt_op.batch_stride) * itemsize
+
+
+class CudaEngine:
+    """Descriptors and resources of one planned matmul on one device."""
+
+    def __init__(self, device_id: int, package: str, host: bool, options):
+        self.device_id = device_id
+        self.package = package
+        self.host = host
+        self.options = options
+        self.handle = options.handle or handle_for(device_id)
+        self._descs: list = []
+        self._layouts: list = []
+        self.workspace = None
+        self.workspace_size = 0
+        self._buffers: dict = {}  # host staging: name -> MemoryPointer
+        self._stager = Stager() if host else None
+        self._fn = lt.matmul_function()
+
+    # ---------------------------------------------------------------- planning
+    def plan(self, p, types, lt_epilog, epi, prefs, algorithms):
+        """Create descriptors, run the heuristics (unless ``algorithms``), pre-build args.
+
+        ``epi`` holds the epilog pointers' static parts: ``bias_bstride``, ``aux_ld``,
+        ``aux_bstride``, ``bias_dtype``, ``aux_dtype`` (or None), ``fp8`` scale pointers.
+        """
+        self._destroy_descriptors()
+        cuda.set_device(self.device_id)
+        self.p, self.types = p, types
+        desc = lt.matmul_desc_create(types["compute"], types["scale"])
+        self._descs.append(desc)
+        A = lt.MatmulDescAttribute
+        lt.matmul_desc_set_attribute(desc, A.TRANSA, int(p.a.op))
+        lt.matmul_desc_set_attribute(desc, A.TRANSB, int(p.b.op))
+        if int(lt_epilog) != int(lt.Epilogue.DEFAULT):
+            lt.matmul_desc_set_attribute(desc, A.EPILOGUE, int(lt_epilog))
+        if self.options.sm_count_target:
+            lt.matmul_desc_set_attribute(desc, A.SM_COUNT_TARGET, self.options.sm_count_target)
+        if self.options.fast_accumulation:
+            lt.matmul_desc_set_attribute(desc, A.FAST_ACCUM, 1)
+        for attr, value in epi.static_attributes():
+            lt.matmul_desc_set_attribute(desc, attr, value)
+        self.desc = desc
+        count = p.batch_count
+        d_type = types["d"]
+        self.la = self._layout(types["a"], p.a, count)
+        self.lb = self._layout(types["b"], p.b, count)
+        self.ld = self._layout(d_type, p.d, count)
+        self.lc = self._layout(types["c_layout"], p.c, count) if p.c is not None else (
+            self._layout(types["c_layout"], p.d, count) if types["c_layout"] != d_type
+            else self.ld)
+        if algorithms is None:
+            algorithms = self._heuristics(prefs)
+        else:
+            algorithms = [self._check(alg) for alg in algorithms]
+        self.algorithms = algorithms
+        self._ensure_workspace(max(a.workspace_size for a in algorithms), 0)
+        self.alpha_buf = np.zeros(1, SCALE_NUMPY[CudaDataType(types["scale"])])
+        self.beta_buf = np.zeros(1, self.alpha_buf.dtype)
+        self.args = [self.handle, desc, self.alpha_buf.ctypes.data, 0, self.la, 0, self.lb,
+                     self.beta_buf.ctypes.data, 0, self.lc, 0, self.ld, algorithms[0].ref(),
+                     self.workspace_ptr, self.workspace_size, 0]
+        if self.host:
+            self._allocate_staging(p, types)
+        return algorithms
+
+    def _layout(self, dtype, lt_op, count):
+        h = lt.matrix_layout_create(CUDA_DATA_TYPE[dtype], lt_op.rows, lt_op.cols, lt_op.ld)
+        self._layouts.append(h)
+        if count > 1:
+            lt.matrix_layout_set_attribute(h, lt.MatrixLayoutAttribute.BATCH_COUNT, count)
+            lt.matrix_layout_set_attribute(h, lt.MatrixLayoutAttribute.STRIDED_BATCH_OFFSET,
+                                           lt_op.batch_stride)
+        return h
+
+    def _workspace_limit(self) -> int:
+        total = cuda.total_memory(self.device_id)
+        return min(parse_memory_limit(self.options.memory_limit, total), _MAX_WORKSPACE)
+
+    def _heuristics(self, prefs):
+        pref = lt.preference_create()
+        try:
+            P = lt.PreferenceAttribute
+            lt.preference_set_attribute(pref, P.MAX_WORKSPACE_BYTES, self._workspace_limit())
+            lt.preference_set_attribute(pref, P.REDUCTION_SCHEME_MASK,
+                                        int(prefs.reduction_scheme_mask))
+            if prefs.max_waves_count:
+                lt.preference_set_attribute(pref, P.MAX_WAVES_COUNT,
+                                            float(prefs.max_waves_count))
+            lt.preference_set_attribute(pref, P.IMPL_MASK, int(prefs.numerical_impl_mask))
+            results = lt.algo_get_heuristic(self.handle, self.desc, self.la, self.lb, self.lc,
+                                            self.ld, pref, prefs.limit)
+        except CublasLtError as e:
+            raise self._unsupported(e) from e
+        finally:
+            lt.preference_destroy(pref)
+        if not results:
+            raise self._unsupported(CublasLtError(15, "cublasLtMatmulAlgoGetHeuristic"))
+        return [Algorithm.from_heuristic(r) for r in results]
+
+    def _unsupported(self, err):
+        t = self.types
+        return CublasLtError(
+            err.status, err.function,
+            hint=f"no cuBLASLt algorithm for a={t['a']}, b={t['b']}, result={t['d']}, "
+                 f"compute_type={t['compute'].name}, scale_type={t['scale'].name}, ops="
+                 f"({self.p.a.op.name}, {self.p.b.op.name}) and this epilog/layout; try another "
+                 "compute type, epilog or memory layout")
+
+    def _check(self, alg):
+        if not isinstance(alg, Algorithm) or alg.is_cpu:
+            raise InvalidOperandError(f"algorithms must be a list of Algorithm objects from "
+                                      f"Matmul.plan on the GPU, got {alg!r}")
+        res = lt.algo_check(self.handle, self.desc, self.la, self.lb, self.lc, self.ld,
+                            alg.algo)
+        alg.workspace_size = res.workspaceSize
+        return alg
+
+    def _ensure_workspace(self, nbytes: int, stream: int) -> None:
+        if self.workspace is not None and self.workspace_size >= nbytes:
+            return
+        self.workspace = allocate(nbytes, package=self.package if not self.host else None,
+                                  device_id=self.device_id, stream=stream,
+                                  allocator=self.options.allocator)
+        self.workspace_ptr, self.workspace_size = self.workspace.device_ptr, nbytes
+        if getattr(self, "args", None):
+            self.args[_WS], self.args[_WS_SIZE] = self.workspace_ptr, nbytes
+
+    def release_workspace(self) -> None:
+        self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
+
+    # ---------------------------------------------------------------- host staging
+    def _allocate_staging(self, p, types) -> None:
+        count = p.batch_count
+        need = {"a": _extent_bytes(p.a, count, ITEMSIZE[types["a"]]),
+                "b": _extent_bytes(p.b, count, ITEMSIZE[types["b"]]),
+                "d": _extent_bytes(p.d, count, ITEMSIZE[types["d"]])}
+        if p.c is not None:
+            need["c"] = _extent_bytes(p.c, count, ITEMSIZE[types["c"]])
+        for name, nbytes in need.items():
+            buf = self._buffers.get(name)
+            if buf is None or buf.size < nbytes:
+                self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
+                                               stream=0)
+
+    def device_buffer(self, name: str, nbytes: int) -> int:
+        """A cached device buffer (host staging of epilog inputs/outputs)."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < nbytes:
+            buf = self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
+                                                 stream=0)
+        return buf.device_ptr
+
+    def upload(self, host: np.ndarray, name: str, stream: int) -> int:
+        ptr = self.device_buffer(name, host.nbytes)
+        self._stager.upload(host, ptr, stream)
+        return ptr
+
+    def download(self, ptr: int, host: np.ndarray, stream: int) -> None:
+        self._stager.download(ptr, host, stream)
+
+    # ---------------------------------------------------------------- execution
+    def set_pointer(self, attr, ptr: int) -> None:
+        lt.matmul_desc_set_attribute(self.desc, attr, ctypes.c_void_p(ptr))
+
+    def run(self, a, b, c, d, alpha, beta, algorithm, stream) -> None:
+        """One ``cublasLtMatmul`` with the pre-built arguments (pointers patched)."""
+        args = self.args
+        self.alpha_buf[0] = alpha
+        self.beta_buf[0] = beta
+        args[_A], args[_B], args[_C], args[_D], args[_STREAM] = a, b, c, d, stream
+        if algorithm is not None:
+            args[_ALGO] = algorithm.ref()
+            if algorithm.workspace_size > self.workspace_size:
+                self._ensure_workspace(algorithm.workspace_size, stream)
+        elif self.workspace is None:
+            self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
+        status = self._fn(*args)
+        if status:
+            raise CublasLtError(status, "cublasLtMatmul")
+
+    def autotune(self, bind, iterations: int, prune, stream: int, log) -> list:
+        """Time each algorithm (L2 flushed before each run) and return them fastest first.
+
+        ``bind()`` returns ``(a, b, c, d)`` device pointers valid for repeated runs.
+        """
+        a, b, c, d, alpha, beta = bind()
+        flush_bytes = max(cuda.l2_cache_size(self.device_id), 1 << 20) * 2
+        flush = allocate(flush_bytes, package=None, device_id=self.device_id, stream=stream)
+        drv = cuda.driver()
+        algos = list(self.algorithms if not prune else self.algorithms[:prune])
+        timings = []
+        for alg in algos:
+            times = []
+            for _ in range(iterations):
+                cuda.check(drv.cuMemsetD8Async(flush.device_ptr, 0, flush_bytes, stream),
+                           "cuMemsetD8Async")
+                start, end = cuda.Event().record(stream), None
+                self.run(a, b, c, d, alpha, beta, alg, stream)
+                end = cuda.Event().record(stream)
+                end.synchronize()
+                times.append(start.elapsed_ms(end))
+            timings.append((float(np.median(times)), alg))
+        flush.free()
+        timings.sort(key=lambda t: t[0])
+        if log.isEnabledFor(20):
+            log.info("autotune: %s", ", ".join(f"id {alg.algorithm_id}: {t * 1e3:.1f} us"
+                                               for t, alg in timings))
+        ordered = [alg for _, alg in timings]
+        self.algorithms = ordered + [x for x in self.algorithms if x not in ordered]
+        self.args[_ALGO] = self.algorithms[0].ref()
+        return self.algorithms
+
+    # ---------------------------------------------------------------- cleanup
+    def _destroy_descriptors(self) -> None:
+        layouts, self._layouts = self._layouts, []
+        for h in dict.fromkeys(layouts):
+            try:
+                lt.matrix_layout_destroy(h)
+            except Exception:
+                pass
+        descs, self._descs = self._descs, []
+        for h in descs:
+            try:
+                lt.matmul_desc_destroy(h)
+            except Exception:
+                pass
+
+    def free(self) -> None:
+        self._destroy_descriptors()
+        self.release_workspace()
+        self._buffers.clear()
+        if self._stager is not None:
+            self._stager.close()
+        self.args = None
+
+
+def torch_stream_ptr(device_id: int) -> int:
+    """The current torch stream handle (fast private accessor when present)."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device_id)
+    return torch.cuda.current_stream(device_id).cuda_stream
