@@ -18,6 +18,7 @@ __all__ = [
     "unavailable_reason",
     "device_count",
     "set_device",
+    "core_device",
     "current_device",
     "compute_capability",
     "device_name",
@@ -136,6 +137,26 @@ def set_device(device_id: int) -> None:
     if current_device() == device_id:
         return
     check(drv.cuCtxSetCurrent(_primary_context(device_id)), "cuCtxSetCurrent")
+
+
+_tls = threading.local()
+
+
+def core_device(device_id: int = 0):
+    """The ``cuda.core.Device`` for ``device_id``, made current on this thread (cached)."""
+    devs = getattr(_tls, "devices", None)
+    if devs is None:
+        devs = _tls.devices = {}
+    dev = devs.get(device_id)
+    if dev is None:
+        from cuda.core import Device
+
+        dev = Device(device_id)
+        dev.set_current()
+        devs[device_id] = dev
+    elif current_device() != device_id:
+        dev.set_current()
+    return dev
 
 
 def _attribute(device_id: int, attr_name: str) -> int:

@@ -141,13 +141,13 @@ def _cupy_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
 
 
 def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-    from cuda.core import Device, Stream
+    from cuda.core import Stream
 
     from . import cuda
 
-    cuda.set_device(device_id)
-    s = Stream.from_handle(stream) if stream else Device(device_id).default_stream
-    buf = Device(device_id).allocate(nbytes, stream=s)
+    dev = cuda.core_device(device_id)
+    s = Stream.from_handle(stream) if stream else dev.default_stream
+    buf = dev.allocate(nbytes, stream=s)
 
     def fin(buf=buf, s=s):
         buf.close(s)

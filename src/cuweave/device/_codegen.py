@@ -301,7 +301,8 @@ def _options(spec: FFTSpec) -> list[bytes]:
     opts = [
         "-std=c++17", f"-arch=sm_{spec.sm // 10}", "-rdc=true", "-dlto", "-default-device",
         "-DCUFFTDX_DISABLE_CUTLASS_DEPENDENCY", "-DNDEBUG",
-        f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}", f"-I{cuda_include()}",
+        f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}",
+        f"-I{cuda_include()}",
     ]
     return [o.encode() for o in opts]
 

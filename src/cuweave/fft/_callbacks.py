@@ -189,14 +189,16 @@ def scale_callback(kind: str, dtype: str, scale: float, cc: tuple[int, int]) -> 
         return hit
     t, lit = _CTYPE[dtype], _literal(scale, dtype)
     mul = f"v.x *= {lit}; v.y *= {lit};" if dtype.startswith("complex") else f"v *= {lit};"
+    # C++ linkage with cuFFT's exact parameter types: the mangled name is cuFFT's default
     if kind == "epilog":
-        sym = "cuweave_scale_store"
-        src = (f'extern "C" __device__ void {sym}(void* p, unsigned long long o, {t} v, '
-               f"void* info, void* smem) {{ {mul} (({t}*)p)[o] = v; }}\n")
+        name = f"cufftJITCallbackStore{_SUFFIX[dtype]}"
+        src = (f"__device__ void {name}(void* p, unsigned long long o, {t} v, void* info, "
+               f"void* smem) {{ {mul} (({t}*)p)[o] = v; }}\n")
     else:
-        sym = "cuweave_scale_load"
-        src = (f'extern "C" __device__ {t} {sym}(void* p, unsigned long long o, void* info, '
+        name = f"cufftJITCallbackLoad{_SUFFIX[dtype]}"
+        src = (f"__device__ {t} {name}(void* p, unsigned long long o, void* info, "
                f"void* smem) {{ {t} v = (({t}*)p)[o]; {mul} return v; }}\n")
+    sym = default_symbol(kind, dtype)
     code = _nvrtc_ltoir(src, cc)
     with _scale_lock:
         _scale_cache[key] = (code, sym)

@@ -20,15 +20,10 @@ from . import _callbacks as cb
 
 __all__ = ["CudaPlan", "Buffers"]
 
-_CUFFT_TYPE = {
-    ("C2C", "complex64"): cufft.CufftType.C2C,
-    ("C2C", "complex128"): cufft.CufftType.Z2Z,
-    ("R2C", "float32"): cufft.CufftType.R2C,
-    ("R2C", "float64"): cufft.CufftType.D2Z,
-    ("C2R", "complex64"): cufft.CufftType.C2R,
-    ("C2R", "complex128"): cufft.CufftType.Z2D,
-}
 _HALF = {"float16": CudaDataType.CUDA_R_16F, "complex32": CudaDataType.CUDA_C_16F}
+_CUDA_TYPE = {**_HALF, "float32": CudaDataType.CUDA_R_32F, "float64": CudaDataType.CUDA_R_64F,
+              "complex64": CudaDataType.CUDA_C_32F, "complex128": CudaDataType.CUDA_C_64F}
+_EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 
 
 class Buffers:
@@ -47,6 +42,10 @@ class Buffers:
         if mem is None or mem.size < nbytes:
             if mem is not None:
                 mem.free()
+            if self.package is None and self.allocator is None:
+                from cuda.core import Device  # cuda.core allocates on its current device
+
+                Device(self.device_id).set_current()
             mem = allocate(nbytes, package=self.package, device_id=self.device_id,
                            stream=stream, allocator=self.allocator)
             self._mem[name] = mem
@@ -98,6 +97,26 @@ def cb_callable(code: bytes, symbol: str):
     return DeviceCallable(ltoir=code, symbol=symbol)
 
 
+def _basic(spec) -> bool:
+    """True when both sides are cuFFT's basic (packed) layout, so embeds can be NULL."""
+    lay = spec.layout
+    n = list(lay.n)
+    n_in, n_out = list(n), list(n)
+    if spec.fft_type == "R2C":
+        n_out[-1] = n[-1] // 2 + 1
+    elif spec.fft_type == "C2R":
+        n_in[-1] = n[-1] // 2 + 1
+
+    def packed(side, dims):
+        size = 1
+        for d in dims:
+            size *= d
+        return (side.stride == 1 and tuple(side.embed[1:]) == tuple(dims[1:])
+                and (lay.batch == 1 or side.dist == size))
+
+    return packed(lay.inp, n_in) and packed(lay.out, n_out)
+
+
 class CudaPlan:
     """A made cuFFT plan for ``spec`` (see module docstring).
 
@@ -120,17 +139,25 @@ class CudaPlan:
         cuda.set_device(spec.device_id)
         prolog, epilog, self.unfused_scale = _resolve_callbacks(spec, prolog, epilog, scale,
                                                                 logger)
-        self.handle = cufft.create()
-        self._keep = []
-        try:
-            cufft.set_auto_allocation(self.handle, False)
-            self._attach("prolog", prolog, spec.dtype)
-            self._attach("epilog", epilog, spec.out_dtype)
-            self.workspace_size = self._make(spec)
-        except BaseException:
-            cufft.destroy(self.handle)
-            self.handle = None
-            raise
+        self.handle = None
+        # cuFFT finds an LTO callback by its symbol; if naming it explicitly is refused, retry
+        # letting cuFFT use its default (the name compile_* and scale_callback give).
+        attempts = (True, False) if (prolog is not None or epilog is not None) else (True,)
+        for i, named in enumerate(attempts):
+            self.handle = cufft.create()
+            self._keep = []
+            try:
+                cufft.set_auto_allocation(self.handle, False)
+                self._attach("prolog", prolog, spec.dtype, named)
+                self._attach("epilog", epilog, spec.out_dtype, named)
+                self.workspace_size = self._make(spec)
+                break
+            except BaseException as e:
+                cufft.destroy(self.handle)
+                self.handle = None
+                if i + 1 == len(attempts) or not isinstance(e, cufft.CufftError):
+                    raise
+                logger.info("callback plan with named symbols failed (%s); retrying", e)
         self.exec_fn = cufft.raw("cufftXtExec")
         self.has_callbacks = prolog is not None or epilog is not None
         if logger.isEnabledFor(20):
@@ -139,26 +166,22 @@ class CudaPlan:
                         self.workspace_size, self.has_callbacks,
                         1e3 * (time.perf_counter() - t0))
 
-    def _attach(self, kind, c, dtype) -> None:
+    def _attach(self, kind, c, dtype, named: bool) -> None:
         if c is None:
             return
-        symbol = c.symbol or cb.default_symbol(kind, dtype)
+        symbol = (c.symbol or cb.default_symbol(kind, dtype)) if named else c.symbol
         self._keep.extend(cufft.xt_set_jit_callback(
             self.handle, symbol, c.ltoir, c.size, cb.callback_type(kind, dtype), c.data))
 
     def _make(self, spec) -> int:
+        """``cufftXtMakePlanMany`` (every precision; the entry point LTO callbacks work with)."""
         lay = spec.layout
-        rank = len(lay.n)
-        if spec.dtype in _HALF:
-            in_t, out_t = _HALF[spec.dtype], _HALF[spec.out_dtype]
-            exec_t = CudaDataType.CUDA_C_16F
-            return cufft.xt_make_plan_many(
-                self.handle, rank, lay.n, lay.inp.embed, lay.inp.stride, lay.inp.dist, in_t,
-                lay.out.embed, lay.out.stride, lay.out.dist, out_t, lay.batch, exec_t)
-        return cufft.make_plan_many64(
-            self.handle, rank, lay.n, lay.inp.embed, lay.inp.stride, lay.inp.dist,
-            lay.out.embed, lay.out.stride, lay.out.dist, _CUFFT_TYPE[(spec.fft_type, spec.dtype)],
-            lay.batch)
+        in_embed, out_embed = (None, None) if _basic(spec) else (lay.inp.embed, lay.out.embed)
+        exec_t = _CUDA_TYPE[_EXEC_TYPE.get(spec.dtype, spec.dtype)]
+        return cufft.xt_make_plan_many(
+            self.handle, len(lay.n), lay.n, in_embed, lay.inp.stride, lay.inp.dist,
+            _CUDA_TYPE[spec.dtype], out_embed, lay.out.stride, lay.out.dist,
+            _CUDA_TYPE[spec.out_dtype], lay.batch, exec_t)
 
     def set_stream(self, stream: int) -> None:
         cufft.set_stream(self.handle, stream)

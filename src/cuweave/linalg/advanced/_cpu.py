@@ -7,7 +7,9 @@ GPU's). The GEMM runs in NumPy's BLAS (threads limited through threadpoolctl whe
 otherwise into one float accumulator. Everything after the GEMM — ``alpha``, ``beta * C``, the
 bias, aux outputs, the activation or its derivative, bias gradients and the final rounding to
 the result's dtype — is applied in one pass over cache-sized blocks of the result, so the
-epilog needs no temporaries beyond a few block-sized scratch buffers.
+epilog needs no temporaries beyond a few block-sized scratch buffers. Results of at least
+:data:`PARALLEL_MIN_ELEMENTS` elements spread the blocks over a thread pool (``num_threads``
+workers, else one per available core; NumPy's ufuncs release the GIL).
 
 Compute types (``cuweave._bindings.library_types.ComputeType``) behave as follows:
 
@@ -291,10 +293,14 @@ def _prepare(x, name, dtype, rounding, conj):
     return y
 
 
-def _batched(arr, tail_ndim, tail_shape):
-    """View ``arr`` as ``(batch, *tail_shape)`` without copying."""
+def _batched(arr, tail_shape, writebacks):
+    """``arr`` as ``(batch, *tail_shape)``: a view, or a copy registered for write-back."""
     v = arr.view()
-    v.shape = (-1, *tail_shape) if arr.ndim >= tail_ndim else tail_shape
+    try:
+        v.shape = (-1, *tail_shape)
+    except AttributeError:  # batch axes not mergeable without a copy
+        v = np.reshape(arr, (-1, *tail_shape)).copy()
+        writebacks.append((v, arr))
     return v
 
 
@@ -406,6 +412,7 @@ def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_
                          _RESULT_ROUNDING.get(ct))
     state.run(work, t, direct, num_threads)
     state.operand_bgrad(a_c, b_c)
+    state.finish()
 
 
 class _EpilogState:
@@ -430,9 +437,10 @@ class _EpilogState:
             self.aux_in = np.reshape(aux_in, (-1, rows, n))
             self.aux_in_dtype = dtypes.get("aux_in") or self._aux_dtype(spec.aux_input)
         self.aux_w = None
+        self.writebacks = []
         if spec.aux_output:
             rows = _AUX_ROWS[spec.aux_output](m)
-            self.aux_w = _batched(aux_out[spec.aux_output], 3, (rows, n))
+            self.aux_w = _batched(aux_out[spec.aux_output], (rows, n), self.writebacks)
             self.aux_w_dtype = dtypes.get(spec.aux_output) or self._aux_dtype(spec.aux_output)
             self.aux_w[:, _AUX_USED_ROWS[spec.aux_output](m):, :] = 0   # padding
         self.bgrad = None
@@ -455,17 +463,16 @@ class _EpilogState:
         if batch * outer * inner < PARALLEL_MIN_ELEMENTS:
             workers = 1
         shape = (min(rows, outer), inner)
-        chunks = [blocks[i::workers] for i in range(workers)]
         with np.errstate(over="ignore", under="ignore"):
             if workers == 1:
-                self._run_blocks(work, chunks[0], direct, shape, self.bgrad)
+                self._run_blocks(work, blocks, direct, shape, self.bgrad)
                 return
+            queue = iter(blocks)  # shared: each worker pulls the next block (dynamic schedule)
             partial = [None if self.bgrad is None or not t else np.zeros_like(self.bgrad)
-                       for _ in chunks]
+                       for _ in range(workers)]
             pool = _pool()
-            futures = [pool.submit(self._run_blocks, work, chunk, direct, shape,
-                                   self.bgrad if p is None else p)
-                       for chunk, p in zip(chunks, partial)]
+            futures = [pool.submit(self._run_blocks, work, queue, direct, shape,
+                                   self.bgrad if p is None else p) for p in partial]
             for f in futures:
                 f.result()
         for p in partial:
@@ -474,11 +481,12 @@ class _EpilogState:
 
     def _run_blocks(self, work, blocks, direct, shape, bgrad):
         scratch = [np.empty(shape, self.dtype) for _ in range(2)]
-        for blk in blocks:
-            x = work[blk.b, blk.lo:blk.hi]
-            self._block(x, blk, [buf[: blk.hi - blk.lo] for buf in scratch], bgrad)
-            if not direct:
-                _store(blk.mn(self.d[blk.b]), x, self.dtypes["d"])
+        with np.errstate(over="ignore", under="ignore"):  # thread-local: set per worker
+            for blk in blocks:
+                x = work[blk.b, blk.lo:blk.hi]
+                self._block(x, blk, [buf[: blk.hi - blk.lo] for buf in scratch], bgrad)
+                if not direct:
+                    _store(blk.mn(self.d[blk.b]), x, self.dtypes["d"])
 
     def _block(self, x, blk, scratch, bgrad):
         spec, m = self.spec, self.m
@@ -520,6 +528,11 @@ class _EpilogState:
             vec = src.sum(axis=axis)
         out = self.aux_out[spec.bgrad_output]
         length = vec.shape[-1]
-        view = _batched(out, 2, (length,))
+        view = _batched(out, (length,), self.writebacks)
         name = self.dtypes.get(spec.bgrad_output) or self._aux_dtype(spec.bgrad_output)
         _store(view, np.broadcast_to(vec, view.shape), name)
+
+    def finish(self):
+        """Copy outputs that could not be viewed in place back to the caller's arrays."""
+        for tmp, orig in self.writebacks:
+            orig[...] = tmp.reshape(orig.shape)

@@ -205,8 +205,11 @@ class CudaEngine:
         return buf.device_ptr
 
     def upload(self, host: np.ndarray, name: str, stream: int) -> int:
+        from ._binding import dense_bytes
+
         ptr = self.device_buffer(name, host.nbytes)
-        self._stager.upload(host, ptr, stream)
+        flat = dense_bytes(host)
+        self._stager.upload(flat if flat is not None else host, ptr, stream)
         return ptr
 
     def download(self, ptr: int, host: np.ndarray, stream: int) -> None:

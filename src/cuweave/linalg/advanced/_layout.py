@@ -308,20 +308,16 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
         forced = {"c's layout": c_orient}
     a_orient = _matrix_orientation(M, K, a_strides[-2], a_strides[-1])
     swap = choose_swap(forced=forced, a_col_major=a_orient is False)
-    pa = Operation.T if fp8 else None
-    pb = Operation.N if fp8 else None
-    if not swap:
-        m, n = M, N
-        lt_a = lt_operand(M, K, a_strides[-2], a_strides[-1], transposed=False, conj=conj_a,
-                          bstride=a_bs, name="a", prefer_op=pa)
-        lt_b = lt_operand(K, N, b_strides[-2], b_strides[-1], transposed=False, conj=conj_b,
-                          bstride=b_bs, name="b", prefer_op=pb)
-    else:
-        m, n = N, M
-        lt_a = lt_operand(K, N, b_strides[-2], b_strides[-1], transposed=True, conj=conj_b,
-                          bstride=b_bs, name="b", prefer_op=pa)
-        lt_b = lt_operand(M, K, a_strides[-2], a_strides[-1], transposed=True, conj=conj_a,
-                          bstride=a_bs, name="a", prefer_op=pb)
+    frames = (swap,) if forced or not (conj_a or conj_b) else (swap, not swap)
+    for i, swap in enumerate(frames):
+        try:
+            lt_a, lt_b = _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs,
+                                      conj_a, conj_b, fp8)
+            break
+        except UnsupportedLayoutError:
+            if i == len(frames) - 1:
+                raise
+    m, n = (N, M) if swap else (M, N)
     nb = len(batch_shape)
     if inplace:
         d = _result_storage(M, N, c_strides[-2], c_strides[-1], swap, c_bs)
@@ -341,6 +337,20 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
     squeeze = tuple(ax for ax in (sq_a, sq_b) if ax is not None)
     return Problem(m, n, K, batch_shape, count, swap, lt_a, lt_b, d, c_lt, c_bcast, M, N,
                    batch_shape + (M, N), perm, squeeze)
+
+
+def _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs, conj_a, conj_b, fp8):
+    pa = Operation.T if fp8 else None
+    pb = Operation.N if fp8 else None
+    if not swap:
+        return (lt_operand(M, K, a_strides[-2], a_strides[-1], transposed=False, conj=conj_a,
+                           bstride=a_bs, name="a", prefer_op=pa),
+                lt_operand(K, N, b_strides[-2], b_strides[-1], transposed=False, conj=conj_b,
+                           bstride=b_bs, name="b", prefer_op=pb))
+    return (lt_operand(K, N, b_strides[-2], b_strides[-1], transposed=True, conj=conj_b,
+                       bstride=b_bs, name="b", prefer_op=pa),
+            lt_operand(M, K, a_strides[-2], a_strides[-1], transposed=True, conj=conj_a,
+                       bstride=a_bs, name="a", prefer_op=pb))
 
 
 def _result_storage(M, N, sr, sc, swap, bstride):

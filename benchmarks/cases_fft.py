@@ -1,0 +1,192 @@
+"""cuweave.fft side by side with torch.fft, cupy.fft, nvmath-python (GPU) and scipy.fft (CPU).
+
+GPU cases (complex64): batched 1-D 16384×1024 and 64×2^20 (GB/s = bytes read + written / GPU
+time), ``ifft(norm="backward")`` and ``fft(norm="ortho")`` at 16384×1024 (torch spends a second
+pass on the scaling, cuweave fuses it), 2-D 4096², 3-D 512³ (256³ with ``--quick``), host µs
+per call at 8×256 for a planned ``execute()`` and for the function form, and a convolution with
+the filter applied in an epilog callback against CuPy's fft → multiply → ifft.
+CPU cases: cuweave with ``ExecutionCPU(num_threads=2)`` against ``scipy.fft`` with
+``workers=2`` (always run; the only cases when there is no GPU).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from harness import cpu_time_ms, device_sync, gpu_time_ms, host_us_per_call, peer
+
+
+def run(results, quick: bool) -> None:
+    from cuweave._internal import cuda
+
+    if cuda.is_available():
+        _gpu_cases(results, quick)
+    _cpu_cases(results, quick)
+
+
+# ---- GPU -------------------------------------------------------------------------------------
+def _gbps(nbytes_moved: int, ms: float) -> float:
+    return nbytes_moved / (ms * 1e-3) / 1e9
+
+
+def _throughput(results, case, shape, axes, quick, peers, *, norm=None, inverse=False):
+    import cuweave.fft as F
+
+    torch, cupy, nvmath = peers
+    iters = 10 if quick else 30
+    x = torch.randn(*shape, dtype=torch.complex64, device="cuda")
+    moved = 2 * x.numel() * 8
+    fn = F.ifft if inverse else F.fft
+    impls = {"cuweave": lambda: fn(x, axes=axes, norm=norm)}
+    dims = tuple(axes)
+    tfn = torch.fft.ifftn if inverse else torch.fft.fftn
+    tnorm = norm or ("forward" if inverse else "backward")
+    impls["torch"] = lambda: tfn(x, dim=dims, norm=tnorm)
+    if cupy is not None:
+        xc = cupy.asarray(x)
+        cfn = cupy.fft.ifftn if inverse else cupy.fft.fftn
+        impls["cupy"] = lambda: cfn(xc, axes=dims, norm=tnorm)
+    if nvmath is not None and norm is None:
+        nfn = nvmath.fft.ifft if inverse else nvmath.fft.fft
+        impls["nvmath-python"] = lambda: nfn(x, axes=list(dims))
+    for name, f in impls.items():
+        try:
+            ms = gpu_time_ms(f, iters=iters, warmup=3)
+        except Exception as e:  # a peer failing must not hide the others
+            print(f"   {case} {name} failed: {type(e).__name__}: {e}")
+            continue
+        results.add(case=case, impl=name, metric="GB/s", value=_gbps(moved, ms), unit="GB/s",
+                    ms=ms)
+    target = 1.8 if norm in ("backward", "ortho") and (inverse or norm == "ortho") else 1.0
+    for den in ("torch", "cupy", "nvmath-python"):
+        results.add_ratio(case=case, metric="GB/s", num="cuweave", den=den,
+                          higher_is_better=True, target=target if den == "torch" else None)
+    impls.clear()
+    torch.cuda.empty_cache()
+
+
+def _host_overhead(results, peers, quick):
+    import cuweave.fft as F
+
+    torch, cupy, nvmath = peers
+    calls = 500 if quick else 3000
+    x = torch.randn(8, 256, dtype=torch.complex64, device="cuda")
+    sync = torch.cuda.synchronize
+    f = F.FFT(x, axes=(1,))
+    f.plan()
+    rows = {"planned execute": {"cuweave": f.execute}, "function form": {
+        "cuweave": lambda: F.fft(x, axes=(1,))}}
+    rows["planned execute"]["torch"] = rows["function form"]["torch"] = \
+        lambda: torch.fft.fft(x, dim=1)
+    if nvmath is not None:
+        try:
+            nf = nvmath.fft.FFT(x, axes=[1])
+            nf.plan()
+            rows["planned execute"]["nvmath-python"] = nf.execute
+            rows["function form"]["nvmath-python"] = lambda: nvmath.fft.fft(x, axes=[1])
+        except Exception as e:
+            print(f"   nvmath-python planned FFT failed: {e}")
+    if cupy is not None:
+        xc = cupy.asarray(x)
+        rows["function form"]["cupy"] = lambda: cupy.fft.fft(xc, axis=1)
+    for kind, impls in rows.items():
+        case = f"{kind} 8x256 c64"
+        for name, fn in impls.items():
+            us = host_us_per_call(fn, calls=calls, sync=sync)
+            results.add(case=case, impl=name, metric="us/call", value=us, unit="us")
+        target = 1.0 if kind == "planned execute" else 1 / 1.5
+        results.add_ratio(case=case, metric="us/call", num="cuweave", den="torch",
+                          higher_is_better=False, target=target)
+        results.add_ratio(case=case, metric="us/call", num="cuweave", den="nvmath-python",
+                          higher_is_better=False)
+    f.free()
+
+
+def _conv_epilog(results, quick, cupy):
+    import cuweave.fft as F
+
+    b, n = (256, 16384) if quick else (1024, 16384)
+    rng = cupy.random.default_rng(0)
+    x = (rng.standard_normal((b, n)) + 1j * rng.standard_normal((b, n))).astype(cupy.complex64)
+    filt = cupy.fft.fft(cupy.exp(-cupy.arange(n, dtype=cupy.float32) / 50).astype(
+        cupy.complex64))
+
+    nu = np.uint64(n)
+
+    def epilog(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element * user_info[offset % nu]
+
+    epi = {"ltoir": F.compile_epilog(epilog, "complex64", "complex64"), "data": filt.data.ptr}
+
+    def ours():
+        return F.ifft(F.fft(x, axes=(1,), epilog=epi), axes=(1,), norm="backward")
+
+    def theirs():
+        return cupy.fft.ifft(cupy.fft.fft(x, axis=1) * filt, axis=1)
+
+    err = float(cupy.linalg.norm(ours() - theirs()) / cupy.linalg.norm(theirs()))
+    case = f"conv epilog {b}x{n} c64"
+    for name, fn in (("cuweave", ours), ("cupy", theirs)):
+        ms = gpu_time_ms(fn, iters=10 if quick else 30, warmup=3)
+        results.add(case=case, impl=name, metric="ms", value=ms, unit="ms", rel_err=err)
+    results.add_ratio(case=case, metric="ms", num="cuweave", den="cupy", higher_is_better=False,
+                      target=1.0)
+
+
+def _gpu_cases(results, quick):
+    torch = peer("torch")
+    if torch is None or not torch.cuda.is_available():
+        print("   torch with CUDA is missing: GPU FFT cases skipped")
+        return
+    cupy, nvmath = peer("cupy"), peer("nvmath")
+    peers = (torch, cupy, nvmath)
+    _throughput(results, "1-D 16384x1024 c64", (1024, 16384), (1,), quick, peers)
+    _throughput(results, "1-D 64x2^20 c64", (64, 1 << 20), (1,), quick, peers)
+    _throughput(results, "ifft norm=backward 16384x1024", (1024, 16384), (1,), quick, peers,
+                norm="backward", inverse=True)
+    _throughput(results, "fft norm=ortho 16384x1024", (1024, 16384), (1,), quick, peers,
+                norm="ortho")
+    _throughput(results, "2-D 4096^2 c64", (4096, 4096), (0, 1), quick, peers)
+    m = 256 if quick else 512
+    _throughput(results, f"3-D {m}^3 c64", (m, m, m), (0, 1, 2), quick, peers)
+    _host_overhead(results, peers, quick)
+    if cupy is not None:
+        try:
+            _conv_epilog(results, quick, cupy)
+        except Exception as e:
+            print(f"   callback convolution failed: {type(e).__name__}: {e}")
+    device_sync()
+
+
+# ---- CPU -------------------------------------------------------------------------------------
+def _cpu_cases(results, quick):
+    import scipy.fft as sfft
+
+    import cuweave.fft as F
+
+    rng = np.random.default_rng(0)
+    cases = [
+        ("CPU C2C 1-D 256x4096 c64", "fft", (256, 4096), np.complex64, (1,)),
+        ("CPU R2C 2-D 1024^2 f64", "rfft", (1024, 1024), np.float64, (0, 1)),
+        ("CPU C2C 3-D 64^3 c128", "fft", (64, 64, 64), np.complex128, (0, 1, 2)),
+    ]
+    if quick:
+        cases = cases[:2]
+    space = F.ExecutionCPU(num_threads=2)
+    for case, kind, shape, dtype, axes in cases:
+        x = rng.standard_normal(shape)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * rng.standard_normal(shape)
+        x = x.astype(dtype)
+        ours = getattr(F, kind)
+        theirs = sfft.fftn if kind == "fft" else sfft.rfftn
+        impls = {"cuweave": lambda o=ours, x=x, a=axes: o(x, axes=a, execution=space),
+                 "scipy.fft": lambda t=theirs, x=x, a=axes: t(x, axes=a, workers=2)}
+        times = {k: [] for k in impls}
+        for _ in range(3 if quick else 7):  # interleaved rounds: the machine is shared
+            for name, fn in impls.items():
+                times[name].append(cpu_time_ms(fn, iters=3, warmup=1))
+        for name, ts in times.items():
+            results.add(case=case, impl=name, metric="ms", value=float(np.median(ts)),
+                        unit="ms")
+        results.add_ratio(case=case, metric="ms", num="cuweave", den="scipy.fft",
+                          higher_is_better=False, target=1.0)

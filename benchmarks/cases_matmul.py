@@ -1,0 +1,219 @@
+"""cuweave.linalg.advanced (cuBLASLt) vs torch, CuPy and nvmath-python, side by side.
+
+Cases: bf16 large GEMM; fused RELU_BIAS / GELU_BIAS (fp16) vs torch unfused,
+``torch._addmm_activation`` and nvmath-python; planned ``execute()`` host µs/call at small
+sizes vs a raw ctypes ``cublasLtMatmul`` floor; function-form µs/call; NumPy round trip.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from harness import gpu_time_ms, host_us_per_call, peer
+
+from cuweave._bindings import cublaslt as lt
+from cuweave._bindings.library_types import ComputeType, CudaDataType
+from cuweave.linalg.advanced import Matmul, matmul
+
+
+def _tflops(m, n, k, ms):
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+def _nvmath_planned(nvmath, a, b, epilog=None, bias=None):
+    kw = {}
+    if epilog is not None:
+        kw = {"epilog": getattr(nvmath.linalg.advanced.MatmulEpilog, epilog),
+              "epilog_inputs": {"bias": bias}}
+    mm = nvmath.linalg.advanced.Matmul(a, b)
+    mm.plan(**kw)
+    return mm
+
+
+def large_gemm(res, torch, nvmath, quick):
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    case = f"bf16 {n}^3 GEMM"
+    iters = 5 if quick else 20
+    mm = Matmul(a, b)
+    mm.plan()
+    mm.autotune(iterations=3)
+    res.add(case=case, impl="cuweave", metric="TFLOP/s", unit="TFLOP/s",
+            value=_tflops(n, n, n, gpu_time_ms(mm.execute, iters=iters)))
+    res.add(case=case, impl="torch", metric="TFLOP/s", unit="TFLOP/s",
+            value=_tflops(n, n, n, gpu_time_ms(lambda: torch.matmul(a, b), iters=iters)))
+    if nvmath is not None:
+        nm = _nvmath_planned(nvmath, a, b)
+        res.add(case=case, impl="nvmath-python", metric="TFLOP/s", unit="TFLOP/s",
+                value=_tflops(n, n, n, gpu_time_ms(nm.execute, iters=iters)))
+        nm.free()
+    mm.free()
+    for den in ("torch", "nvmath-python"):
+        res.add_ratio(case=case, metric="TFLOP/s", num="cuweave", den=den,
+                      higher_is_better=True, target=1.0)
+
+
+def fused(res, torch, nvmath, quick):
+    shapes = [(4096, 4096, 4096), (8192, 2048, 1024), (2048, 8192, 512)]
+    for epilog in ("RELU_BIAS", "GELU_BIAS"):
+        for m, n, k in shapes:
+            _fused_case(res, torch, nvmath, quick, epilog, m, n, k)
+
+
+def _fused_case(res, torch, nvmath, quick, epilog, m, n, k):
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.float16)  # torch Linear weight
+    b = w.t()
+    bias = torch.randn(n, device="cuda", dtype=torch.float16)
+    case = f"{epilog} fp16 {m}x{n}x{k}"
+    iters = 10 if quick else 50
+    mm = Matmul(a, b)
+    mm.plan(epilog=epilog, epilog_inputs={"bias": bias})
+    mm.autotune(iterations=3)
+    act = torch.relu if epilog == "RELU_BIAS" else (
+        lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
+    gelu = epilog == "GELU_BIAS"
+    impls = {
+        "cuweave": mm.execute,
+        "torch unfused": lambda: act(torch.matmul(a, b) + bias),
+        "torch._addmm_activation": lambda: torch._addmm_activation(bias, a, b,
+                                                                   use_gelu=gelu),
+    }
+    if nvmath is not None:
+        try:  # nvmath-python takes a bias along M only: give it one of that length
+            bias_m = torch.randn(m, device="cuda", dtype=torch.float16)
+            impls["nvmath-python"] = _nvmath_planned(nvmath, a, b, epilog, bias_m).execute
+        except Exception as e:
+            print(f"   nvmath-python skipped for {case}: {e}")
+    for impl, fn in impls.items():
+        res.add(case=case, impl=impl, metric="TFLOP/s", unit="TFLOP/s",
+                value=_tflops(m, n, k, gpu_time_ms(fn, iters=iters)))
+    mm.free()
+    for den in ("torch._addmm_activation", "torch unfused", "nvmath-python"):
+        res.add_ratio(case=case, metric="TFLOP/s", num="cuweave", den=den,
+                      higher_is_better=True, target=1.0)
+
+
+def _raw_floor(a, b, d, torch):
+    """A minimal planned ctypes cublasLtMatmul call (pre-built args, one algorithm)."""
+    n = a.shape[0]
+    h = lt.create()
+    desc = lt.matmul_desc_create(ComputeType.COMPUTE_32F, CudaDataType.CUDA_R_32F)
+    lay = lt.matrix_layout_create(CudaDataType.CUDA_R_32F, n, n, n)
+    pref = lt.preference_create()
+    lt.preference_set_attribute(pref, lt.PreferenceAttribute.MAX_WORKSPACE_BYTES, 1 << 22)
+    algo = lt.algo_get_heuristic(h, desc, lay, lay, lay, lay, pref, 1)[0].algo
+    ws = torch.empty(1 << 22, dtype=torch.uint8, device="cuda")
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = lt.matmul_function()
+    args = (h, desc, ctypes.addressof(alpha), b.data_ptr(), lay, a.data_ptr(), lay,
+            ctypes.addressof(beta), d.data_ptr(), lay, d.data_ptr(), lay, ctypes.byref(algo),
+            ws.data_ptr(), 1 << 22, stream)
+
+    def call():
+        fn(*args)
+
+    return call, (alpha, beta, algo, ws)
+
+
+def host_overhead(res, torch, cupy, nvmath, quick):
+    for n in (64, 256):
+        _host_case(res, torch, cupy, nvmath, quick, n)
+
+
+def _host_case(res, torch, cupy, nvmath, quick, n):
+    calls = 500 if quick else 3000
+    sync = torch.cuda.synchronize
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    d = torch.empty(n, n, device="cuda")
+    case = f"planned execute fp32 {n}^2"
+    mm = Matmul(a, b)
+    mm.plan()
+    raw, keep = _raw_floor(a, b, d, torch)
+    impls = {"cuweave": mm.execute, "raw ctypes cublasLtMatmul": raw,
+             "torch.matmul": lambda: torch.matmul(a, b)}
+    if cupy is not None:
+        ca, cb = cupy.asarray(a), cupy.asarray(b)
+        impls["cupy.matmul"] = lambda: cupy.matmul(ca, cb)
+    if nvmath is not None:
+        nm = _nvmath_planned(nvmath, a, b)
+        impls["nvmath-python"] = nm.execute
+    for impl, fn in impls.items():
+        res.add(case=case, impl=impl, metric="host", unit="us/call",
+                value=host_us_per_call(fn, calls=calls, sync=sync))
+    res.add_ratio(case=case, metric="host", num="cuweave", den="raw ctypes cublasLtMatmul",
+                  higher_is_better=False, target=0.8)
+    res.add_ratio(case=case, metric="host", num="cuweave", den="torch.matmul",
+                  higher_is_better=False)
+    mm.free()
+    del keep
+    fcase = f"function form fp32 {n}^2"
+    fimpls = {"cuweave matmul()": lambda: matmul(a, b),
+              "torch.matmul": lambda: torch.matmul(a, b)}
+    if nvmath is not None:
+        fimpls["nvmath-python matmul()"] = lambda: nvmath.linalg.advanced.matmul(a, b)
+    for impl, fn in fimpls.items():
+        c = calls if "nvmath" not in impl else max(calls // 10, 20)
+        res.add(case=fcase, impl=impl, metric="host", unit="us/call",
+                value=host_us_per_call(fn, calls=c, sync=sync))
+    res.add_ratio(case=fcase, metric="host", num="cuweave matmul()", den="torch.matmul",
+                  higher_is_better=False, target=1 / 1.5)
+
+
+def numpy_round_trip(res, torch, nvmath, quick):
+    import time
+
+    n = 2048
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    case = f"NumPy {n}^2 fp32 round trip"
+
+    def wall_ms(fn, reps=5 if quick else 20):
+        fn()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return float(np.median(times))
+
+    impls = {"cuweave matmul()": lambda: matmul(a, b),
+             "torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
+                                                  torch.from_numpy(b).cuda()).cpu().numpy()}
+    mm = Matmul(a, b)
+    mm.plan()
+    impls["cuweave planned"] = mm.execute
+    if nvmath is not None:
+        impls["nvmath-python matmul()"] = lambda: nvmath.linalg.advanced.matmul(a, b)
+    for impl, fn in impls.items():
+        res.add(case=case, impl=impl, metric="wall", unit="ms", value=wall_ms(fn))
+    mm.free()
+    res.add_ratio(case=case, metric="wall", num="cuweave matmul()", den="torch manual",
+                  higher_is_better=False, target=2.0)
+
+
+def run(results, quick: bool) -> None:
+    torch = peer("torch")
+    if torch is None or not torch.cuda.is_available():
+        print("   torch with CUDA is needed for the matmul benchmarks; skipped")
+        return
+    import traceback
+
+    cupy, nvmath = peer("cupy"), peer("nvmath")
+    if nvmath is not None:
+        try:
+            import nvmath.linalg.advanced  # noqa: F401
+        except Exception:
+            nvmath = None
+    parts = [(large_gemm, (torch, nvmath)), (fused, (torch, nvmath)),
+             (host_overhead, (torch, cupy, nvmath)), (numpy_round_trip, (torch, nvmath))]
+    for part, args in parts:
+        try:
+            part(results, *args, quick)
+        except Exception:
+            traceback.print_exc()

@@ -1,0 +1,619 @@
+"""``Matmul`` (stateful) and ``matmul`` (function form) on cuBLASLt, with a CPU backend.
+
+One lifecycle (:class:`~cuweave._internal.lifecycle.StatefulObject`): ``__init__`` specifies
+and validates, ``plan`` canonicalizes the problem into the lt frame (see ``_layout``) and
+creates the backend's plan, ``execute`` runs it. The backend is a parameter: CUDA
+(``_cuda.CudaEngine``) or CPU (``_cpu.execute_cpu`` over NumPy views of the same lt frame).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ..._internal import cuda
+from ..._internal.cache import PlanCache
+from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
+from ..._internal.lifecycle import StatefulObject
+from ..._internal.logging import get_logger
+from ..._internal.operands import check_same_place, empty, wrap_operand
+from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
+from ..._internal.streams import resolve_stream
+from . import _autotune_cache
+from ._algorithm import Algorithm
+from ._binding import EpilogBinding, dense_bytes, frame_constraints, perm_from_strides, staged
+from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
+from ._layout import analyze, host_view, remember_aux_frame
+from ._options import (
+    MatmulOptions,
+    MatmulPlanPreferences,
+    MatmulQuantizationScales,
+    matrix_qualifiers_dtype,
+)
+from ._types import resolve_types
+
+__all__ = ["Matmul", "matmul", "plan_cache"]
+
+_log = get_logger("linalg.advanced")
+
+#: the function form's plan cache (bounded by count and workspace bytes)
+plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
+
+
+def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
+    conj = [ops["a"].conj, ops["b"].conj]
+    if qualifiers is not None:
+        q = np.asarray(qualifiers)
+        if q.dtype != matrix_qualifiers_dtype or q.shape not in ((2,), (3,)):
+            raise InvalidOptionError(
+                "qualifiers must be a length-3 array of matrix_qualifiers_dtype, got "
+                f"{qualifiers!r}")
+        if np.any(q["structure"] != 0):
+            raise InvalidOptionError(f"qualifiers structure must be GENERAL (0), got "
+                                     f"{q['structure'].tolist()}")
+        if q.shape[0] == 3 and bool(q["is_conjugate"][2]):
+            raise InvalidOptionError("qualifiers is_conjugate must be False for c, got True")
+        conj = [conj[i] ^ bool(q["is_conjugate"][i]) for i in range(2)]
+    return conj[0], conj[1]
+
+
+def _scalar(value, default, name):
+    if value is None:
+        return default
+    if isinstance(value, int | float | complex | np.number) and not isinstance(value, bool):
+        return value
+    raise InvalidOperandError(f"{name} must be a real or complex scalar, got {value!r}")
+
+
+def _squeeze(obj, axes):
+    if not hasattr(obj, "squeeze"):
+        return obj
+    for ax in sorted(axes):
+        obj = obj.squeeze(ax)
+    return obj
+
+
+def _batched_view(arr, count):
+    """``(count, rows, n)`` / ``(count, length)`` view of an aux output (no copy)."""
+    v = arr.view()
+    v.shape = (count, *arr.shape[-2:]) if arr.shape[-1:] != (1,) and arr.ndim >= 2 and \
+        arr.size // count != arr.shape[-1] else (count, arr.size // count)
+    return v
+
+
+class Matmul(StatefulObject):
+    """A planned ``epilog(alpha * a @ b + beta * c)`` (see the package documentation).
+
+    Parameters
+    ----------
+    a, b : array
+        NumPy, CuPy, torch (CPU or CUDA), DLPack or CUDA-array-interface operands, ``a`` of
+        ``(..., M, K)`` and ``b`` of ``(..., K, N)`` (1-D operands are promoted).
+    c : array, optional
+        ``(..., M, N)`` or ``(..., M, 1)`` (broadcast); requires ``beta``.
+    alpha, beta : scalar, optional
+    qualifiers : numpy structured array, optional
+        :data:`matrix_qualifiers_dtype` records for ``a``, ``b`` (and ``c``).
+    quantization_scales : MatmulQuantizationScales or dict, optional
+        fp8 only.
+    options : MatmulOptions or dict, optional
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
+        EXT. Host operands default to CUDA when a GPU is usable, else the CPU.
+    stream : stream-like, optional
+    """
+
+    def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
+                 quantization_scales=None, options=None, execution=None, stream=None):
+        self.options = coerce_options(options, MatmulOptions, "options")
+        self._log = self.options.logger or _log
+        ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
+        if c is not None:
+            ops["c"] = wrap_operand(c, "c")
+        device, device_id, self._package = check_same_place(ops)
+        self._host = device == "cpu"
+        self._space = resolve_execution(
+            execution, operand_device=device, operand_device_id=device_id,
+            host_default="cuda", default_device_id=self.options.device_id)
+        self._on_cpu = isinstance(self._space, ExecutionCPU)
+        self._device_id = None if self._on_cpu else self._space.device_id
+        self._conj = _conj_flags(qualifiers, ops)
+        self._types = resolve_types(ops["a"].dtype, ops["b"].dtype,
+                                    ops["c"].dtype if c is not None else None, self.options)
+        if c is not None and beta is None:
+            raise InvalidOperandError("beta must be given when c is given, got None")
+        if c is None and beta is not None:
+            raise InvalidOperandError(f"c must be given when beta is given (beta={beta!r})")
+        self.alpha = _scalar(alpha, 1.0, "alpha")
+        self.beta = _scalar(beta, 0.0, "beta")
+        if self._types["a"].startswith("float") and (isinstance(self.alpha, complex) or
+                                                    isinstance(self.beta, complex)):
+            raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
+                                      f"{self.alpha!r}, {self.beta!r}")
+        self._scales = coerce_options(quantization_scales, MatmulQuantizationScales,
+                                      "quantization_scales")
+        if quantization_scales is not None and not self._types["fp8"]:
+            raise InvalidOptionError("quantization_scales must be None for non-fp8 operands, "
+                                     f"got {quantization_scales!r}")
+        self._stream = stream
+        self._engine = None
+        self._binding = None
+        self._algorithms = None
+        self._fast = None
+        self._bind_operands(ops, check=False)
+        self._problem = self._analyze({})  # validates shapes/layouts now
+        self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
+                       self._types["a"], self.execution_space)
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def execution_space(self) -> str:
+        """``"cpu"`` or ``"cuda:<id>"`` (EXT)."""
+        return "cpu" if self._on_cpu else f"cuda:{self._device_id}"
+
+    @property
+    def algorithms(self) -> list:
+        self._require_planned("algorithms")
+        return list(self._algorithms)
+
+    # ---------------------------------------------------------------- operands
+    def _bind_operands(self, ops, check: bool) -> None:
+        """Keep the operands; host operands also get their staged (device-side) layout."""
+        self._ops = ops
+        self._layout_strides = {}
+        self._staged = {}
+        for k, op in ops.items():
+            if self._host:
+                arr, strides = staged(op)
+                self._staged[k] = arr
+                self._layout_strides[k] = strides
+            else:
+                self._layout_strides[k] = op.strides
+
+    def _analyze(self, forced):
+        ops, st = self._ops, self._layout_strides
+        c = ops.get("c")
+        return analyze(ops["a"].shape, st["a"], ops["b"].shape, st["b"],
+                       c_shape=c.shape if c is not None else None,
+                       c_strides=st.get("c"), conj_a=self._conj[0], conj_b=self._conj[1],
+                       forced=forced, inplace=self.options.inplace, fp8=self._types["fp8"])
+
+    def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None,
+                       quantization_scales=None, epilog_inputs=None, stream=None):
+        """Replace operands (positional or keyword) with arrays of the planned layout."""
+        self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, True)
+
+    def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None,
+                                 quantization_scales=None, epilog_inputs=None, stream=None):
+        """:meth:`reset_operands` without any check (the caller guarantees the layouts)."""
+        self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, False)
+
+    def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
+        self._require_valid("reset_operands")
+        if self._ops is None and (a is None or b is None):
+            raise InvalidStateError("reset_operands() after release_operands() needs a and b")
+        ops = dict(self._ops or {})
+        for name, x in (("a", a), ("b", b), ("c", c)):
+            if x is None:
+                continue
+            new = wrap_operand(x, name)
+            old = ops.get(name)
+            if check:
+                if old is None:
+                    raise InvalidOperandError(f"{name} must not be given: the Matmul was "
+                                              "created without it")
+                if (new.shape, new.strides, new.dtype, new.package, new.place, new.conj) != (
+                        old.shape, old.strides, old.dtype, old.package, old.place, old.conj):
+                    raise InvalidOperandError(
+                        f"{name} must match the planned operand ({old!r}), got {new!r}")
+            ops[name] = new
+        self._bind_operands(ops, check)
+        if alpha is not None:
+            self.alpha = _scalar(alpha, 1.0, "alpha")
+        if beta is not None:
+            self.beta = _scalar(beta, 0.0, "beta")
+        if scales is not None:
+            self._scales = coerce_options(scales, MatmulQuantizationScales,
+                                          "quantization_scales")
+        if epilog_inputs is not None and self._binding is not None:
+            self._binding.reset_inputs(epilog_inputs, check)
+        if stream is not None:
+            self._stream = stream
+
+    def release_operands(self) -> None:
+        """Drop references to the operands (``reset_operands`` binds new ones)."""
+        self._ops = None
+        self._staged = {}
+
+    # ---------------------------------------------------------------- plan
+    def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None,
+             stream=None):
+        """Plan the matmul; returns the algorithms (heuristic order; the CPU has one)."""
+        self._require_valid("plan")
+        if self._ops is None:
+            raise InvalidStateError("plan() needs operands: call reset_operands() first")
+        t0 = time.perf_counter()
+        prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
+        spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
+        inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]")
+                  for k, v in validate_epilog_inputs(spec, epilog_inputs).items()}
+        p0 = self._problem
+        forced = frame_constraints(spec, inputs, p0.user_m, p0.user_n, p0.batch_shape,
+                                   self._types["d"]) if inputs or spec.outputs else {}
+        p = self._problem = self._analyze(forced)
+        self._binding = EpilogBinding(spec, epilog_inputs, p, self._types, self._ops, prefs)
+        if self._engine is not None:
+            self._engine.free()
+            self._engine = None
+        if self._on_cpu:
+            self._algorithms = [Algorithm.cpu()]
+        else:
+            self._algorithms = self._plan_cuda(spec, p, prefs, algorithms)
+            self._fast = self._fast_factory()
+        self._mark_planned()
+        if self._log.isEnabledFor(20):
+            self._log.info("planned %s (lt m=%d n=%d k=%d, batch %d, %s result) on %s in "
+                           "%.2f ms: %d algorithm(s)", spec.name, p.m, p.n, p.k, p.batch_count,
+                           "row-major" if p.swap else "column-major", self.execution_space,
+                           (time.perf_counter() - t0) * 1e3, len(self._algorithms))
+        return list(self._algorithms)
+
+    def _plan_cuda(self, spec, p, prefs, algorithms):
+        from ..._bindings import cublaslt as lt
+        from . import _cuda
+
+        validate_epilog(spec, dtype=self._types["d"], k=p.k, batched=p.batch_count > 1,
+                        version=lt.get_version())
+        if p.c_broadcast and not self._host and self._package not in ("torch", "cupy"):
+            from ..._internal.errors import UnsupportedLayoutError
+
+            raise UnsupportedLayoutError(
+                f"c must be a full (M, N) matrix in a cuBLASLt layout for {self._package} "
+                "operands (broadcasting c needs torch or CuPy), got a broadcast/strided c")
+        self._engine = _cuda.CudaEngine(self._device_id, self._package, self._host, self.options)
+        key = None
+        if algorithms is None and _autotune_cache.enabled():
+            key = self._cache_key(spec)
+            algorithms = _autotune_cache.lookup(self._device_id, key)
+        return self._engine.plan(p, self._types, self._binding.lt, self._binding, prefs,
+                                 list(algorithms) if algorithms is not None else None)
+
+    def _cache_key(self, spec):
+        p, t = self._problem, self._types
+        return repr((p.a, p.b, p.d, p.c, p.m, p.n, p.k, p.batch_count, t["a"], t["b"], t["d"],
+                     int(t["compute"]), int(t["scale"]), int(self._binding.lt.epilog)))
+
+    def applicable_algorithm_ids(self, limit: int = 8) -> list[int]:
+        """Algorithm ids cuBLASLt has for this problem's types (the CPU: ``[-1]``)."""
+        self._require_valid("applicable_algorithm_ids")
+        if self._on_cpu:
+            return [-1]
+        from ..._bindings import cublaslt as lt
+        from ..._internal.dtypes import CUDA_DATA_TYPE
+        from ._cuda import handle_for
+
+        t = self._types
+        return lt.algo_get_ids(handle_for(self._device_id), t["compute"], t["scale"],
+                               CUDA_DATA_TYPE[t["a"]], CUDA_DATA_TYPE[t["b"]],
+                               CUDA_DATA_TYPE[t["c_layout"]], CUDA_DATA_TYPE[t["d"]], limit)
+
+    # ---------------------------------------------------------------- autotune
+    def autotune(self, iterations: int = 10, prune=None, release_workspace: bool = False,
+                 stream=None):
+        """Time every planned algorithm and reorder :attr:`algorithms` fastest first."""
+        self._require_planned("autotune")
+        if not isinstance(iterations, int) or iterations < 1:
+            raise InvalidOptionError(f"iterations must be a positive int, got {iterations!r}")
+        if self._on_cpu:
+            self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
+            return list(self._algorithms)
+        s = self._resolve_stream(stream)
+        state = {}
+
+        def bind():
+            out = self._prepare_cuda(s, state)
+            return out[:4] + (self.alpha, self.beta)
+
+        algos = self._engine.autotune(bind, iterations, prune, s, self._log)
+        self._algorithms = algos
+        if _autotune_cache.enabled():
+            _autotune_cache.store(self._device_id, self._cache_key(self._binding.spec), algos)
+        if release_workspace:
+            self._engine.release_workspace()
+        return list(algos)
+
+    # ---------------------------------------------------------------- execute
+    def _resolve_stream(self, stream) -> int:
+        stream = self._stream if stream is None else stream
+        if stream is None and self._package == "torch" and not self._host:
+            from ._cuda import torch_stream_ptr
+
+            return torch_stream_ptr(self._device_id)
+        return resolve_stream(stream, package=self._package,
+                              device_id=self._device_id or 0).ptr
+
+    def execute(self, *, algorithm=None, release_workspace: bool = False, stream=None):
+        """Run the planned matmul; returns the result (and an aux dict for aux epilogs)."""
+        self._require_planned("execute")
+        if self._ops is None:
+            raise InvalidStateError("execute() after release_operands(): call "
+                                    "reset_operands() first")
+        if self._on_cpu:
+            result, aux = self._execute_cpu()
+        else:
+            result, aux = self._execute_cuda(algorithm, release_workspace, stream)
+        p = self._problem
+        if p.squeeze:
+            result = _squeeze(result, p.squeeze)
+        return (result, aux) if aux else result
+
+    def _new_result(self, stream):
+        p, ref = self._problem, self._ops["a"]
+        if self.options.inplace:
+            return self._ops["c"]
+        return empty(ref, p.result_shape, self._types["d"], perm=p.result_perm,
+                     device_id=self._device_id, stream=stream, allocator=None)
+
+    def _new_aux(self, stream, host: bool) -> dict:
+        aux = {}
+        for user, ltname, shape, strides, dtype in self._binding.outputs:
+            perm = perm_from_strides(shape, strides)
+            ref = self._ops["a"]
+            aux[ltname] = (user, empty(ref, shape, dtype, perm=perm, device_id=self._device_id,
+                                       stream=stream))
+        return aux
+
+    def _execute_cpu(self):
+        from ._cpu import execute_cpu
+
+        p, t, ops = self._problem, self._types, self._ops
+        arrays = {k: staged(op)[0] for k, op in ops.items()}
+        res = self._new_result(0)
+        d_arr = res.host_array()
+        count = p.batch_count
+        a = host_view(arrays["a"] if not p.swap else arrays["b"], p.a, count)
+        b = host_view(arrays["b"] if not p.swap else arrays["a"], p.b, count)
+        d = host_view(d_arr, p.d, count)
+        c = None
+        if "c" in arrays:
+            full = p.batch_shape + (p.user_m, p.user_n)
+            cv = np.broadcast_to(arrays["c"], full).reshape((count, p.user_m, p.user_n))
+            c = cv.swapaxes(-1, -2) if p.swap else cv
+        conj_a, conj_b = (self._conj if not p.swap else self._conj[::-1])
+        bind = self._binding
+        bias = aux_in = None
+        if bind.spec.bias:
+            bv = bind.inputs["bias"].host_array()
+            bias = bv.reshape(-1, p.m)
+        if bind.spec.aux_input:
+            aux_in = bind.inputs[bind.spec.aux_input].host_array()
+        aux = self._new_aux(0, True)
+        aux_out = {k: _batched_view(v[1].host_array(), count) for k, v in aux.items()}
+        alpha, beta = self.alpha, self.beta
+        sc = self._scales
+        if t["fp8"]:
+            sa, sb, scc, sd = (float(np.asarray(x).reshape(-1)[0]) if x is not None else 1.0
+                               for x in (sc.a, sc.b, sc.c, sc.d))
+            alpha, beta = alpha * sa * sb * sd, beta * scc * sd
+        execute_cpu(a, b, c, d, alpha=alpha, beta=beta, epilog=bind.lt, bias=bias,
+                    aux_in=aux_in, aux_out=aux_out,
+                    dtypes={"a": t["a"] if not p.swap else t["b"],
+                            "b": t["b"] if not p.swap else t["a"], "c": t["c"] or t["d"],
+                            "d": t["d"]},
+                    compute_type=t["compute"], conj_a=conj_a, conj_b=conj_b,
+                    num_threads=self._space.num_threads)
+        out = {user: arr.obj for user, arr in aux.values()}
+        if self.options.result_amax:
+            from ..._internal.dtypes import to_float32
+
+            out["result_amax"] = np.float32(np.max(np.abs(to_float32(d_arr, t["d"])),
+                                                   initial=0.0) / (sd if sd else 1.0))
+        self._remember_aux(aux)
+        return res.obj, out
+
+    def _remember_aux(self, aux) -> None:
+        for user, op in aux.values():
+            if user in ("relu_aux", "gelu_aux"):
+                remember_aux_frame(op.ptr, op.shape, self._problem.swap)
+
+    def _prepare_cuda(self, s, state):
+        """Bind device pointers for one run: (a, b, c, d, result, aux)."""
+        from ._binding import _A
+
+        p, eng, ops = self._problem, self._engine, self._ops
+        src_a, src_b = ("b", "a") if p.swap else ("a", "b")
+        if self._host:
+            ptr = {k: eng.upload(self._staged[k], k, s) for k in ops if k != "c" or p.c}
+        else:
+            ptr = {k: op.ptr for k, op in ops.items()}
+        res = self._new_result(s) if not self._host else self._new_host_result()
+        d_ptr = res.ptr if not self._host else eng.device_buffer("d", 0)
+        if self._host and self.options.inplace:
+            d_ptr = ptr["c"]
+        c_ptr = ptr.get("c", d_ptr) if p.c is not None else d_ptr
+        if p.c_broadcast:
+            self._materialize_c(res, d_ptr, s)
+        aux = {}
+        bind = self._binding
+        if bind.has_pointers:
+            for k, op in bind.inputs.items():
+                dptr = eng.upload(staged(op)[0], "in_" + k, s) if self._host else op.ptr
+                eng.set_pointer(_A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER,
+                                dptr)
+            aux = self._new_aux(s, self._host)
+            for ltname, (_user, op) in aux.items():
+                dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize) \
+                    if self._host else op.ptr
+                state[ltname] = dptr
+                eng.set_pointer(_A.EPILOGUE_AUX_POINTER if ltname.endswith("_aux")
+                                else _A.BIAS_POINTER, dptr)
+        if self._types["fp8"]:
+            self._bind_fp8(state, s)
+        return ptr[src_a], ptr[src_b], c_ptr, d_ptr, res, aux
+
+    def _new_host_result(self):
+        return self._new_result(0)
+
+    def _materialize_c(self, res, d_ptr, s) -> None:
+        p = self._problem
+        full = p.batch_shape + (p.user_m, p.user_n)
+        if self._host:
+            host = res.host_array()
+            np.copyto(host, np.broadcast_to(self._staged["c"], full), casting="unsafe")
+            self._engine._stager.upload(host if dense_bytes(host) is None else
+                                        dense_bytes(host), d_ptr, s)
+            return
+        mod = sys.modules[self._package]
+        c = self._ops["c"].obj
+        if self._package == "torch":
+            with mod.cuda.stream(mod.cuda.ExternalStream(s)):
+                res.obj.copy_(c.expand(full))
+        else:
+            with mod.cuda.ExternalStream(s):
+                res.obj[...] = mod.broadcast_to(c, full)
+
+    def _bind_fp8(self, state, s) -> None:
+        from ._binding import _A
+
+        eng, sc = self._engine, self._scales
+        for name, attr in (("a", _A.A_SCALE_POINTER), ("b", _A.B_SCALE_POINTER),
+                           ("c", _A.C_SCALE_POINTER), ("d", _A.D_SCALE_POINTER)):
+            v = getattr(sc, name)
+            if v is None:
+                continue
+            if isinstance(v, int | float | np.number):
+                host = np.array([v], np.float32)
+                eng.set_pointer(attr, eng.upload(host, "scale_" + name, s))
+            else:
+                eng.set_pointer(attr, wrap_operand(v, f"quantization_scales.{name}").ptr)
+        if self.options.result_amax:
+            ref = self._ops["a"]
+            amax = empty(ref, (1,), "float32", device_id=self._device_id, stream=s)
+            state["result_amax"] = amax
+            ptr = eng.device_buffer("amax", 4) if self._host else amax.ptr
+            state["amax_ptr"] = ptr
+            eng.set_pointer(_A.AMAX_D_POINTER, ptr)
+
+    def _fast_factory(self):
+        """A pre-built result allocator for the common case (torch device operands, no
+        epilog pointers, no c broadcast, not in place), else ``None``."""
+        p, bind = self._problem, self._binding
+        if (self._host or self._package != "torch" or bind.has_pointers or self._types["fp8"]
+                or p.c_broadcast or self.options.inplace):
+            return None
+        torch = sys.modules["torch"]
+        perm = p.result_perm
+        alloc_shape = tuple(p.result_shape[i] for i in perm)
+        inv = tuple(perm.index(i) for i in range(len(perm)))
+        kw = {"dtype": getattr(torch, self._types["d"]), "device": f"cuda:{self._device_id}"}
+        empty_ = torch.empty
+        if inv == tuple(range(len(inv))):
+            return lambda: empty_(alloc_shape, **kw)
+        return lambda: empty_(alloc_shape, **kw).permute(inv)
+
+    def _execute_cuda(self, algorithm, release_workspace, stream):
+        s = self._resolve_stream(stream)
+        fast = self._fast
+        if fast is not None and not release_workspace and self.options.blocking != True:  # noqa: E712
+            ops, p = self._ops, self._problem
+            res = fast()
+            d = res.data_ptr()
+            a, b = (ops["b"].ptr, ops["a"].ptr) if p.swap else (ops["a"].ptr, ops["b"].ptr)
+            c = ops["c"].ptr if p.c is not None else d
+            self._engine.run(a, b, c, d, self.alpha, self.beta, algorithm, s)
+            return res, None
+        state = {}
+        a, b, c, d, res, aux = self._prepare_cuda(s, state)
+        self._engine.run(a, b, c, d, self.alpha, self.beta, algorithm, s)
+        out = {}
+        if self._host:
+            self._download(res, d, s)
+            for ltname, (user, op) in aux.items():
+                self._download(op, state[ltname], s)
+                out[user] = op.obj
+            if "result_amax" in state:
+                self._download(state["result_amax"], state["amax_ptr"], s)
+        else:
+            out = {user: op.obj for user, op in aux.values()}
+            if self.options.blocking is True:
+                cuda.synchronize(s)
+        if "result_amax" in state:
+            out["result_amax"] = state["result_amax"].obj
+        if release_workspace:
+            self._engine.release_workspace()
+        self._remember_aux(aux)
+        return res.obj, out
+
+    def _download(self, op, ptr, s) -> None:
+        host = op.host_array()
+        flat = dense_bytes(host)
+        if flat is not None:
+            self._engine.download(ptr, flat, s)
+            return
+        tmp = np.empty(host.shape, host.dtype)
+        self._engine.download(ptr, tmp, s)
+        host[...] = tmp
+
+    # ---------------------------------------------------------------- cleanup
+    def _release(self) -> None:
+        if self._engine is not None:
+            self._engine.free()
+            self._engine = None
+        self._ops = None
+        self._staged = {}
+
+
+def _spec_key(a, b, c, beta, epilog, epilog_inputs, qualifiers, scales, options, preferences,
+              execution, algorithm, stream):
+    def op_key(x):
+        if x is None:
+            return None
+        mod = type(x).__module__.split(".", 1)[0]
+        if mod == "torch":
+            return ("torch", x.shape, x.stride(), x.dtype, x.device, x.is_conj())
+        if isinstance(x, np.ndarray):
+            return ("numpy", x.shape, x.strides, x.dtype.str, x.dtype.name)
+        op = wrap_operand(x, "operand")
+        return (op.package, op.shape, op.strides, op.dtype, op.place)
+
+    ein = tuple(sorted((k, op_key(v)) for k, v in (epilog_inputs or {}).items()))
+    q = None if qualifiers is None else np.asarray(qualifiers).tobytes()
+    return (op_key(a), op_key(b), op_key(c), beta is None, str(epilog), ein, q,
+            repr(scales) if scales is not None and not isinstance(scales, dict) else
+            repr(sorted((scales or {}).items())), repr(options), repr(preferences),
+            repr(execution), repr(algorithm))
+
+
+def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None,
+           qualifiers=None, quantization_scales=None, options=None, preferences=None,
+           algorithm=None, execution=None, stream=None):
+    """``epilog(alpha * a @ b + beta * c)`` in one call (planned objects are cached).
+
+    Returns the result, or ``(result, aux)`` for epilogs/options with auxiliary outputs.
+    See :class:`Matmul` for the parameters; ``algorithm`` picks one :class:`Algorithm`.
+    """
+    try:
+        key = _spec_key(a, b, c, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
+                        options, preferences, execution, algorithm, stream)
+        hash(key)
+    except TypeError:
+        key = None
+    mm = plan_cache.pop(key) if key is not None else None
+    if mm is None:
+        mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
+                    quantization_scales=quantization_scales, options=options,
+                    execution=execution, stream=stream)
+        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
+                algorithms=[algorithm] if algorithm is not None else None)
+    else:
+        mm.reset_operands_unchecked(a, b, c, alpha=alpha if alpha is not None else 1.0,
+                                    beta=beta, quantization_scales=quantization_scales,
+                                    epilog_inputs=epilog_inputs, stream=stream)
+    try:
+        return mm.execute(stream=stream)
+    finally:
+        mm.release_operands()
+        if key is not None:
+            ws = mm._engine.workspace_size if mm._engine is not None else 0
+            plan_cache.put(key, mm, ws)

@@ -1,0 +1,153 @@
+"""GPU tests of cuweave.device.FFT inside numba kernels, against NumPy float64 references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+F32, F64 = np.float32, np.float64
+BLOCK = (
+    [("c2c", n, p, "forward", {}) for n in (8, 100, 256, 2048) for p in (F32, F64)]
+    + [("c2c", 256, p, "inverse", {}) for p in (F32, F64)]
+    + [(t, n, p, None, {}) for t in ("r2c", "c2r") for n in (12, 100, 256) for p in (F32, F64)]
+    + [("c2c", 256, F32, "forward", {"elements_per_thread": 8, "ffts_per_block": 2}),
+       ("c2c", 1000, F32, "inverse", {"ffts_per_block": "suggested"})]
+)
+THREAD = [("c2c", 12, F32, "forward"), ("c2c", 8, F64, "inverse"), ("r2c", 16, F32, None),
+          ("c2r", 16, F64, None)]
+
+
+def _config(t, n, p, d, execution="Block", **knobs):
+    return dict(fft_type=t, size=n, precision=p, direction=d, execution=execution, **knobs)
+
+
+CONFIGS = [_config(t, n, p, d, **k) for t, n, p, d, k in BLOCK] + [
+    _config(t, n, p, d, "Thread") for t, n, p, d in THREAD]
+
+
+@pytest.fixture(scope="module")
+def ffts():
+    import cuweave.device as dx
+
+    built = dx.warm_cache(CONFIGS)  # compile everything in parallel up front
+    return {id(c): f for c, f in zip(CONFIGS, built)}
+
+
+def _ids(c):
+    extra = "-".join(f"{k}={c[k]}" for k in ("elements_per_thread", "ffts_per_block") if k in c)
+    return (f"{c['execution']}-{c['fft_type']}-{c['size']}-{np.dtype(c['precision']).name}-"
+            f"{c['direction']}{'-' + extra if extra else ''}")
+
+
+def _element_io(fft):
+    """Device functions moving element ``i`` between global memory and the thread's registers;
+    the real side of r2c/c2r is addressed through ``thread_data.view(precision)``."""
+    from numba import cuda
+
+    rt = fft.precision
+
+    @cuda.jit(device=True, forceinline=True)
+    def load_complex(td, x, b, j, i):
+        td[i] = x[b, j]
+
+    @cuda.jit(device=True, forceinline=True)
+    def load_real(td, x, b, j, i):
+        td.view(rt)[i] = x[b, j].real
+
+    @cuda.jit(device=True, forceinline=True)
+    def store_complex(td, y, b, j, i):
+        y[b, j] = td[i]
+
+    @cuda.jit(device=True, forceinline=True)
+    def store_real(td, y, b, j, i):
+        y[b, j] = td.view(rt)[i]
+
+    return (load_real if fft.fft_type == "r2c" else load_complex,
+            store_real if fft.fft_type == "c2r" else store_complex)
+
+
+def _make_kernel(fft):
+    from numba import cuda
+
+    execute, storage, vt = fft.execute, fft.storage_size, fft.value_type
+    stride, fpb = fft.stride, fft.ffts_per_block
+    in_ept, out_ept, in_len, out_len = fft.input_ept, fft.output_ept, fft.input_length, \
+        fft.output_length
+    load, store = _element_io(fft)
+
+    if fft.execution == "Block":
+
+        @cuda.jit
+        def kernel(x, y):
+            td = cuda.local.array(storage, dtype=vt)
+            smem = cuda.shared.array(0, dtype=vt)
+            b = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+            for i in range(in_ept):
+                j = cuda.threadIdx.x + i * stride
+                if j < in_len:
+                    load(td, x, b, j, i)
+            execute(td, smem)
+            for i in range(out_ept):
+                j = cuda.threadIdx.x + i * stride
+                if j < out_len:
+                    store(td, y, b, j, i)
+
+    else:
+
+        @cuda.jit
+        def kernel(x, y):
+            td = cuda.local.array(storage, dtype=vt)
+            b = cuda.grid(1)
+            for i in range(in_len):
+                load(td, x, b, i, i)
+            execute(td)
+            for i in range(out_len):
+                store(td, y, b, i, i)
+
+    return kernel
+
+
+def _reference(fft, x):
+    n = fft.size
+    if fft.fft_type == "r2c":
+        return np.fft.rfft(x.real, axis=-1)
+    if fft.fft_type == "c2r":
+        return np.fft.irfft(x, n=n, axis=-1) * n
+    return np.fft.fft(x, axis=-1) if fft.direction == "forward" else np.fft.ifft(x, axis=-1) * n
+
+
+def _inputs(fft, batch, rng):
+    n = fft.size
+    if fft.fft_type == "c2r":  # a Hermitian spectrum: the rfft of real data
+        return np.fft.rfft(rng.standard_normal((batch, n)), axis=-1)
+    x = rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n))
+    return x.real + 0j if fft.fft_type == "r2c" else x
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_ids)
+def test_fft_matches_numpy(ffts, config):
+    from numba import cuda
+
+    fft = ffts[id(config)]
+    rng = np.random.default_rng(abs(hash(_ids(config))) % 2**32)
+    per_launch = fft.ffts_per_block if fft.execution == "Block" else 32
+    batch = per_launch * 6
+    x64 = _inputs(fft, batch, rng)
+    cdt = np.complex64 if fft.precision is np.float32 else np.complex128
+    ref = _reference(fft, x64)
+    out_dtype = fft.precision if fft.fft_type == "c2r" else cdt
+    x = cuda.to_device(x64.astype(cdt))
+    y = cuda.to_device(np.full((batch, fft.output_length), np.nan, dtype=out_dtype))
+    kernel = _make_kernel(fft)
+    if fft.execution == "Block":
+        kernel[batch // fft.ffts_per_block, fft.block_dim, 0, fft.shared_memory_size](x, y)
+    else:
+        kernel[batch // 32, 32](x, y)
+    got = y.copy_to_host()
+    assert got.shape == ref.shape
+    assert np.isfinite(got).all(), "unwritten (poisoned) outputs remain"
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    bound = 2e-5 * max(1.0, np.log2(fft.size)) if fft.precision is np.float32 else 1e-12
+    assert err < bound, f"relative L2 error {err:.3e} >= {bound:.1e}"

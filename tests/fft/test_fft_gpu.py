@@ -1,0 +1,213 @@
+"""cuweave.fft on cuFFT: every package, layouts, in-place, norms (fused), callbacks, staging."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuweave.fft as F
+from cuweave._internal.errors import InvalidOperandError, UnsupportedLayoutError
+
+from ._helpers import COMPLEX_OF, reference, rel_l2, rng_array, to_numpy, tol
+
+pytestmark = pytest.mark.gpu
+
+CASES = {  # (shape, axes)
+    "1d-pow2": ((256,), None),
+    "1d-prime-batched": ((7, 97), (1,)),
+    "1d-odd-axis0": ((45, 6), (0,)),
+    "2d-even": ((32, 24), None),
+    "2d-batched": ((3, 10, 15), (1, 2)),
+    "3d": ((12, 9, 16), None),
+    "3d-batched": ((2, 8, 6, 10), (1, 2, 3)),
+}
+
+
+def _device(x, package):
+    if package == "cupy":
+        cupy = pytest.importorskip("cupy")
+        return cupy.asarray(x)
+    torch = pytest.importorskip("torch")
+    return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+
+@pytest.mark.parametrize("package", ["torch", "cupy"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_c2c_device(package, case, dtype):
+    shape, axes = CASES[case]
+    h = rng_array(shape, dtype)
+    x = _device(h, package)
+    ax = axes or tuple(range(len(shape)))
+    for direction, fn in (("forward", F.fft), ("inverse", F.ifft)):
+        y = fn(x, axes=axes)
+        assert type(y).__module__.split(".")[0] == package
+        assert rel_l2(to_numpy(y), reference(h, "C2C", direction, ax)) < tol(dtype, h.size)
+    np.testing.assert_array_equal(to_numpy(x), h)
+
+
+@pytest.mark.parametrize("package", ["torch", "cupy"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_r2c_c2r_device(package, case, dtype):
+    shape, axes = CASES[case]
+    h = rng_array(shape, dtype)
+    x = _device(h, package)
+    ax = axes or tuple(range(len(shape)))
+    y = F.rfft(x, axes=axes)
+    hy = to_numpy(y)
+    assert hy.dtype == np.dtype(COMPLEX_OF[dtype])
+    assert rel_l2(hy, reference(h, "R2C", "forward", ax)) < tol(dtype, h.size)
+    parity = "odd" if shape[ax[-1]] % 2 else "even"
+    z = F.irfft(y, axes=axes, options={"last_axis_parity": parity})
+    assert rel_l2(to_numpy(z), reference(hy, "C2R", "inverse", ax, out_last=shape[ax[-1]])) \
+        < tol(dtype, h.size)
+    np.testing.assert_array_equal(to_numpy(y), hy)  # C2R must not clobber its input
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_norm_fused(norm, dtype):
+    torch = pytest.importorskip("torch")
+    h = rng_array((16, 384), dtype)
+    x = torch.from_numpy(h).cuda()
+    for fn, npfn in ((F.fft, np.fft.fft), (F.ifft, np.fft.ifft)):
+        y = fn(x, axes=(1,), norm=norm)
+        assert rel_l2(to_numpy(y), npfn(h.astype(np.complex128), norm=norm)) < tol(dtype, 384)
+    r = rng_array((16, 384), "float32" if dtype == "complex64" else "float64")
+    yr = F.rfft(torch.from_numpy(r).cuda(), axes=(1,), norm=norm)
+    assert rel_l2(to_numpy(yr), np.fft.rfft(r.astype(np.float64), norm=norm)) < tol(dtype, 384)
+    zr = F.irfft(yr, axes=(1,), norm=norm)
+    assert rel_l2(to_numpy(zr), np.fft.irfft(to_numpy(yr).astype(np.complex128), n=384,
+                                             norm=norm)) < tol(dtype, 384)
+
+
+@pytest.mark.parametrize("layout", ["F", "transposed", "strided", "natural"])
+def test_strided_transposed_layouts(layout):
+    cupy = pytest.importorskip("cupy")
+    h = rng_array((12, 16, 5), "complex128")
+    base = cupy.asarray(h)
+    x, hx = {"F": (cupy.asfortranarray(base), h), "transposed": (base.transpose(2, 0, 1),
+             h.transpose(2, 0, 1)), "strided": (base[::2, ::2], h[::2, ::2]),
+             "natural": (cupy.asfortranarray(base), h)}[layout]
+    opts = {"result_layout": "natural"} if layout == "natural" else None
+    axes = (0, 1) if layout != "transposed" else (1, 2)
+    y = F.fft(x, axes=axes, options=opts)
+    assert rel_l2(to_numpy(y), reference(hx, "C2C", "forward", axes)) < 1e-13
+    if layout == "natural":
+        assert y.flags.f_contiguous
+    if layout == "strided":  # strides 160 and 15 do not nest: cuFFT cannot express it
+        with pytest.raises(UnsupportedLayoutError):
+            F.fft(base[::2, 1::3], axes=(0, 1))
+
+
+def test_unsupported_layout_suggests_permutation():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 6, 5, dtype=torch.complex64, device="cuda")
+    with pytest.raises(UnsupportedLayoutError) as ei:
+        F.fft(x, axes=(1,))
+    perm = ei.value.permutation
+    y = F.fft(x.permute(*perm).contiguous(), axes=(2,))
+    want = np.fft.fft(x.cpu().numpy().astype(np.complex128), axis=1).transpose(perm)
+    assert rel_l2(to_numpy(y), want) < 1e-5
+
+
+def test_inplace_device():
+    torch = pytest.importorskip("torch")
+    h = rng_array((8, 64), "complex64")
+    x = torch.from_numpy(h).cuda()
+    y = F.fft(x, axes=(1,), options={"inplace": True})
+    assert y is x
+    assert rel_l2(to_numpy(x), reference(h, "C2C", "forward", (1,))) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float64"])
+def test_host_operand_with_cuda_execution(dtype):
+    h = rng_array((6, 40), dtype)
+    y = F.fft(h, axes=(1,), execution="cuda")
+    assert isinstance(y, np.ndarray)
+    kind = "C2C" if dtype.startswith("complex") else "R2C"
+    assert rel_l2(y, reference(h, kind, "forward", (1,))) < tol(dtype, 40)
+    hf = np.asfortranarray(rng_array((6, 40, 3), "complex128"))
+    y = F.ifft(hf, axes=(0, 1), execution={"name": "cuda", "device_id": 0}, norm="backward")
+    assert rel_l2(y, np.fft.ifftn(hf, axes=(0, 1))) < 1e-13
+    x = rng_array((6, 40), "complex64")
+    keep = x.copy()
+    z = F.fft(x, axes=(1,), execution="cuda", options={"inplace": True})
+    assert z is x and rel_l2(x, reference(keep, "C2C", "forward", (1,))) < 1e-5
+
+
+def test_stateful_streams_workspace_and_reset():
+    torch = pytest.importorskip("torch")
+    s = torch.cuda.Stream()
+    h = rng_array((64, 1000), "complex64")
+    x = torch.from_numpy(h).cuda()
+    with F.FFT(x, axes=(1,), stream=s) as f:
+        f.plan(stream=s)
+        y = f.execute(stream=s)
+        s.synchronize()
+        assert rel_l2(to_numpy(y), reference(h, "C2C", "forward", (1,))) < 1e-5
+        h2 = rng_array((64, 1000), "complex64", seed=5)
+        f.reset_operand(torch.from_numpy(h2).cuda())
+        y = f.execute(direction="inverse", release_workspace=True)
+        assert rel_l2(to_numpy(y), reference(h2, "C2C", "inverse", (1,))) < 1e-5
+        with pytest.raises(InvalidOperandError):
+            f.reset_operand(torch.zeros(64, 1000, dtype=torch.complex128, device="cuda"))
+        assert f.get_output_layout() == ((64, 1000), (1000, 1))
+
+
+def test_half_precision_torch():
+    torch = pytest.importorskip("torch")
+    h = rng_array((4, 256), "complex64")
+    x = torch.from_numpy(h).cuda().to(torch.complex32)
+    y = F.fft(x, axes=(1,))
+    assert y.dtype == torch.complex32
+    hx = x.to(torch.complex64).cpu().numpy()
+    assert rel_l2(y.to(torch.complex64).cpu().numpy(), reference(hx, "C2C", "forward", (1,))) \
+        < 3e-3
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_callbacks_c2c(dtype):
+    torch = pytest.importorskip("torch")
+
+    def prolog(data_in, offset, user_info, reserved):
+        return data_in[offset] * user_info[offset]
+
+    def epilog(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element * user_info[offset]
+
+    h = rng_array((8, 128), dtype)
+    w = rng_array((8, 128), dtype, seed=9)
+    x, tw = torch.from_numpy(h).cuda(), torch.from_numpy(w).cuda()
+    pro = F.compile_prolog(prolog, dtype, dtype)
+    epi = F.compile_epilog(epilog, dtype, dtype)
+    y = F.fft(x, axes=(1,), prolog={"ltoir": pro, "data": tw.data_ptr()})
+    assert rel_l2(to_numpy(y), np.fft.fft(h.astype(np.complex128) * w, axis=1)) < tol(dtype, 128)
+    y = F.fft(x, axes=(1,), epilog=F.DeviceCallable(ltoir=epi, data=tw.data_ptr()))
+    assert rel_l2(to_numpy(y), np.fft.fft(h.astype(np.complex128), axis=1) * w) < tol(dtype, 128)
+    # norm folded into the user's epilog
+    y = F.ifft(x, axes=(1,), norm="backward", epilog={"ltoir": epi, "data": tw.data_ptr()})
+    assert rel_l2(to_numpy(y), np.fft.ifft(h.astype(np.complex128), axis=1) * w) < tol(dtype,
+                                                                                        128)
+
+
+def test_callbacks_real():
+    torch = pytest.importorskip("torch")
+
+    def square(data_in, offset, user_info, reserved):
+        v = data_in[offset]
+        return v * v
+
+    def shift(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element + user_info[0]
+
+    h = rng_array((4, 100), "float32")
+    x = torch.from_numpy(h).cuda()
+    y = F.rfft(x, axes=(1,), prolog={"ltoir": F.compile_prolog(square, "float32", "float32")})
+    assert rel_l2(to_numpy(y), np.fft.rfft(h.astype(np.float64) ** 2, axis=1)) < 1e-5
+    c = torch.tensor([2.5], device="cuda")
+    z = F.irfft(y, axes=(1,), epilog={"ltoir": F.compile_epilog(shift, "float32", "float32"),
+                                      "data": c.data_ptr()})
+    want = np.fft.irfft(to_numpy(y).astype(np.complex128), n=100, axis=1, norm="forward") + 2.5
+    assert rel_l2(to_numpy(z), want) < 1e-5
