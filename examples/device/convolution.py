@@ -18,7 +18,7 @@ SIZE, BATCH = 256, 4096
 
 def main() -> float:
     fwd = FFT("c2c", size=SIZE, precision=np.float32, direction="forward",
-              ffts_per_block="suggested")
+              elements_per_thread=16, ffts_per_block="suggested")
     # the inverse must use the same data distribution as the forward transform
     inv = FFT("c2c", size=SIZE, precision=np.float32, direction="inverse",
               ffts_per_block=fwd.ffts_per_block, elements_per_thread=fwd.elements_per_thread)

@@ -1,6 +1,6 @@
 """Hello world: a batch of FFTs computed inside your own numba CUDA kernel.
 
-Each CUDA block computes ``fft.ffts_per_block`` FFTs of 128 points; each thread holds
+Each CUDA block computes ``fft.ffts_per_block`` FFTs of 256 points; each thread holds
 ``fft.elements_per_thread`` values in registers, spaced ``fft.stride`` apart.
 
     python examples/device/hello_fft.py      (needs a GPU, numba-cuda and nvidia-mathdx)
@@ -13,12 +13,13 @@ from numba import cuda
 
 from cuweave.device import FFT
 
-SIZE, BATCH = 128, 1024
+SIZE, BATCH = 256, 1024
 
 
 def main() -> float:
     fft = FFT("c2c", size=SIZE, precision=np.float32, direction="forward",
-              ffts_per_block="suggested", elements_per_thread="suggested")
+              elements_per_thread=16, ffts_per_block="suggested")
+    print("valid elements_per_thread:", fft.valid("elements_per_thread"))
     print(fft, "block_dim", tuple(fft.block_dim), "shared memory", fft.shared_memory_size, "B")
 
     execute, storage, vt = fft.execute, fft.storage_size, fft.value_type
@@ -38,9 +39,8 @@ def main() -> float:
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((BATCH, SIZE)) + 1j * rng.standard_normal((BATCH, SIZE)))
     d = cuda.to_device(x.astype(np.complex64))
-    blocks = -(-BATCH // fpb)
     assert BATCH % fpb == 0, "every block must hold ffts_per_block full FFTs"
-    batched_fft[blocks, fft.block_dim, 0, fft.shared_memory_size](d)
+    batched_fft[BATCH // fpb, fft.block_dim, 0, fft.shared_memory_size](d)
     got = d.copy_to_host()
     ref = np.fft.fft(x, axis=-1)
     err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))

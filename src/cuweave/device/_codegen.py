@@ -44,7 +44,7 @@ __all__ = [
 
 _log = get_logger("device.codegen")
 # Bump when the generated source changes meaning: it is part of every cache key.
-SOURCE_VERSION = 1
+SOURCE_VERSION = 2
 TRAIT_NAMES = (
     "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
     "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
@@ -301,6 +301,9 @@ def _options(spec: FFTSpec) -> list[bytes]:
     opts = [
         "-std=c++17", f"-arch=sm_{spec.sm // 10}", "-rdc=true", "-dlto", "-default-device",
         "-DCUFFTDX_DISABLE_CUTLASS_DEPENDENCY", "-DNDEBUG",
+        # parse only this precision's part of the implementation database (~30% faster)
+        "-DCUFFTDX_DETAIL_MANUAL_IMPL_FILTER",
+        f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{'FP32' if spec.precision == 'float32' else 'FP64'}",
         f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}",
         f"-I{cuda_include()}",
     ]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -340,14 +339,45 @@ def valid_sizes(fft_type="c2c", precision=np.float32, execution="Block", *, sm=N
     return out
 
 
-def warm_cache(configs, max_workers=None) -> list[FFT]:
-    """Build several FFTs at once (NVRTC runs in parallel threads); returns them in order.
+def _compile_worker(spec: FFTSpec) -> str | None:
+    """Process-pool worker: compile ``spec`` into the disk cache; returns an error or None."""
+    try:
+        _resolve(spec)
+    except Exception as e:  # reported again (typed) when the parent builds the FFT
+        return f"{type(e).__name__}: {e}"
+    return None
 
-    ``configs`` is an iterable of keyword dicts for :class:`FFT`. Compiled configurations land
-    in the on-disk cache, so later processes build them in milliseconds.
+
+def warm_cache(configs, max_workers=None) -> list[FFT]:
+    """Build several FFTs at once; returns them in order.
+
+    ``configs`` is an iterable of keyword dicts for :class:`FFT`. Configurations missing from
+    the on-disk cache are compiled in parallel worker processes (NVRTC is CPU-bound), so later
+    processes build them in milliseconds. Invalid knobs raise before any compilation.
     """
     configs = [dict(c) for c in configs]
     if not configs:
         return []
-    with ThreadPoolExecutor(max_workers=max_workers) as pool:
-        return list(pool.map(lambda kw: FFT(**kw), configs))
+    sm = None
+    specs = []
+    for kw in configs:
+        if kw.get("sm") is None:
+            sm = default_sm() if sm is None else sm
+            kw["sm"] = sm
+        specs.append(FFTSpec.from_knobs(**kw))
+    _require_numba()
+    versions = _codegen.toolchain_versions()
+    missing = list({s.key(): s for s in specs
+                    if _cache.load(_cache.make_key([list(s.key()), versions])) is None}.values())
+    if len(missing) > 1 and max_workers != 1:
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        workers = min(len(missing), max_workers or os.cpu_count() or 1)
+        if _log.isEnabledFor(20):
+            _log.info("compiling %d device FFT configurations in %d processes", len(missing),
+                      workers)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_compile_worker, missing))
+    return [FFT(**kw) for kw in configs]

@@ -22,8 +22,10 @@ __all__ = ["compile_prolog", "compile_epilog", "LTOIR", "default_symbol", "callb
            "scale_callback", "fold_scale", "CALLBACK_DTYPES"]
 
 CALLBACK_DTYPES = ("float32", "float64", "complex64", "complex128")
-# cuFFT's one-letter type suffix and the C++ mangling of the element type
-_SUFFIX = {"complex64": "C", "complex128": "Z", "float32": "R", "float64": "D"}
+# cuFFT's default callback names end in these (cufftJITCallbackStoreComplex, ...LoadReal, ...);
+# with the C++ mangling of the element type they give the symbol cuFFT looks up by default
+_SUFFIX = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real",
+           "float64": "DoubleReal"}
 _MANGLED = {"complex64": "6float2", "complex128": "7double2", "float32": "f", "float64": "d"}
 _CTYPE = {"complex64": "float2", "complex128": "double2", "float32": "float",
           "float64": "double"}

@@ -71,14 +71,14 @@ def _resolve_callbacks(spec, prolog, epilog, scale, logger):
         return prolog, epilog, scale
     cc = cuda.compute_capability(spec.device_id)
     if epilog is None:
-        code, sym = cb.scale_callback("epilog", spec.out_dtype, scale, cc)
-        return prolog, cb_callable(code, sym), 1.0
+        code, _ = cb.scale_callback("epilog", spec.out_dtype, scale, cc)
+        return prolog, cb_callable(code), 1.0
     if _foldable(epilog):
         return prolog, dataclasses.replace(epilog, ltoir=cb.fold_scale(epilog.ltoir, scale),
                                            size=None), 1.0
     if prolog is None:
-        code, sym = cb.scale_callback("prolog", spec.dtype, scale, cc)
-        return cb_callable(code, sym), epilog, 1.0
+        code, _ = cb.scale_callback("prolog", spec.dtype, scale, cc)
+        return cb_callable(code), epilog, 1.0
     if _foldable(prolog):
         return dataclasses.replace(prolog, ltoir=cb.fold_scale(prolog.ltoir, scale),
                                    size=None), epilog, 1.0
@@ -91,10 +91,21 @@ def _foldable(c) -> bool:
     return isinstance(c.ltoir, cb.LTOIR) and c.ltoir.source is not None
 
 
-def cb_callable(code: bytes, symbol: str):
+def cb_callable(code: bytes):
     from ._options import DeviceCallable
 
-    return DeviceCallable(ltoir=code, symbol=symbol)
+    return DeviceCallable(ltoir=code)
+
+
+def _preload_jit_dependencies() -> None:
+    """cuFFT dlopens nvJitLink and NVRTC by soname for LTO callbacks: map ours first."""
+    from .._bindings._loader import load_library
+
+    for name in ("nvJitLink", "nvrtc"):
+        try:
+            load_library(name)
+        except Exception:  # cuFFT reports CUFFT_MISSING_DEPENDENCY itself
+            pass
 
 
 def _basic(spec) -> bool:
@@ -140,24 +151,21 @@ class CudaPlan:
         prolog, epilog, self.unfused_scale = _resolve_callbacks(spec, prolog, epilog, scale,
                                                                 logger)
         self.handle = None
-        # cuFFT finds an LTO callback by its symbol; if naming it explicitly is refused, retry
-        # letting cuFFT use its default (the name compile_* and scale_callback give).
-        attempts = (True, False) if (prolog is not None or epilog is not None) else (True,)
-        for i, named in enumerate(attempts):
-            self.handle = cufft.create()
-            self._keep = []
-            try:
-                cufft.set_auto_allocation(self.handle, False)
-                self._attach("prolog", prolog, spec.dtype, named)
-                self._attach("epilog", epilog, spec.out_dtype, named)
-                self.workspace_size = self._make(spec)
-                break
-            except BaseException as e:
-                cufft.destroy(self.handle)
-                self.handle = None
-                if i + 1 == len(attempts) or not isinstance(e, cufft.CufftError):
-                    raise
-                logger.info("callback plan with named symbols failed (%s); retrying", e)
+        if prolog is not None or epilog is not None:
+            _preload_jit_dependencies()
+        # Callbacks go in under cuFFT's default symbol (NULL name): compile_prolog/epilog and
+        # scale_callback emit exactly that name; DeviceCallable.symbol overrides it.
+        self.handle = cufft.create()
+        self._keep = []
+        try:
+            cufft.set_auto_allocation(self.handle, False)
+            self._attach("prolog", prolog, spec.dtype)
+            self._attach("epilog", epilog, spec.out_dtype)
+            self.workspace_size = self._make(spec)
+        except BaseException:
+            cufft.destroy(self.handle)
+            self.handle = None
+            raise
         self.exec_fn = cufft.raw("cufftXtExec")
         self.has_callbacks = prolog is not None or epilog is not None
         if logger.isEnabledFor(20):
@@ -166,12 +174,13 @@ class CudaPlan:
                         self.workspace_size, self.has_callbacks,
                         1e3 * (time.perf_counter() - t0))
 
-    def _attach(self, kind, c, dtype, named: bool) -> None:
+    def _attach(self, kind, c, dtype) -> None:
         if c is None:
             return
-        symbol = (c.symbol or cb.default_symbol(kind, dtype)) if named else c.symbol
+        cb_type = cb.callback_type(kind, dtype)
+        symbol = c.symbol
         self._keep.extend(cufft.xt_set_jit_callback(
-            self.handle, symbol, c.ltoir, c.size, cb.callback_type(kind, dtype), c.data))
+            self.handle, symbol, c.ltoir, c.size, cb_type, c.data))
 
     def _make(self, spec) -> int:
         """``cufftXtMakePlanMany`` (every precision; the entry point LTO callbacks work with)."""

@@ -57,6 +57,7 @@ def fast_key(x):
     mod = type(x).__module__
     if mod.startswith("torch") and getattr(x, "is_cuda", False) and not x.is_conj():
         return ("torch", x.dtype, x.shape, x.stride(), x.get_device())
-    if mod.startswith("cupy") and hasattr(x, "data") and hasattr(x, "device"):
+    if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None \
+            and x.device.id == 0:
         return ("cupy", x.dtype, x.shape, x.strides, x.device.id)
     return None
