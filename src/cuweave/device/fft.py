@@ -160,6 +160,9 @@ class FFT:
     (``i < fft.elements_per_thread``, or ``input_ept``/``output_ept`` for real FFTs, whose real
     side is read through ``thread_data.view(fft.precision)``). Launch with ``fft.block_dim``
     threads and ``fft.shared_memory_size`` bytes of dynamic shared memory (Block execution).
+    numba-cuda launches with at most 48 KiB of dynamic shared memory, so choose
+    ``ffts_per_block`` (see :meth:`valid`) to keep ``shared_memory_size`` below that. Two FFTs
+    sharing one ``shared_memory`` array in a kernel need a ``cuda.syncthreads()`` between them.
     """
 
     def __init__(self, fft_type="c2c", size=None, precision=np.float32, direction=None,

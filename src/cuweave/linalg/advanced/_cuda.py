@@ -85,8 +85,9 @@ class CudaEngine:
         A = lt.MatmulDescAttribute
         lt.matmul_desc_set_attribute(desc, A.TRANSA, int(p.a.op))
         lt.matmul_desc_set_attribute(desc, A.TRANSB, int(p.b.op))
-        if int(lt_epilog) != int(lt.Epilogue.DEFAULT):
-            lt.matmul_desc_set_attribute(desc, A.EPILOGUE, int(lt_epilog))
+        epilog_value = int(getattr(lt_epilog, "epilog", lt_epilog))
+        if epilog_value != int(lt.Epilogue.DEFAULT):
+            lt.matmul_desc_set_attribute(desc, A.EPILOGUE, epilog_value)
         if self.options.sm_count_target:
             lt.matmul_desc_set_attribute(desc, A.SM_COUNT_TARGET, self.options.sm_count_target)
         if self.options.fast_accumulation:
@@ -208,6 +209,8 @@ class CudaEngine:
         from ._binding import dense_bytes
 
         ptr = self.device_buffer(name, host.nbytes)
+        if self._stager is None:
+            self._stager = Stager()
         flat = dense_bytes(host)
         self._stager.upload(flat if flat is not None else host, ptr, stream)
         return ptr

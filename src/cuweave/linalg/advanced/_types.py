@@ -80,6 +80,10 @@ def resolve_types(a: str, b: str, c: str | None, options) -> dict:
         raise InvalidOptionError(
             f"result_amax and fast_accumulation must be False for non-fp8 operands, got "
             f"result_amax={options.result_amax}, fast_accumulation={options.fast_accumulation}")
+    if fp8 and options.result_amax and d not in FP8:
+        raise InvalidOptionError(
+            f"result_amax must be False unless result_type is an fp8 type (cuBLASLt computes "
+            f"the amax of fp8 results only), got result_type={d!r}")
     if options.block_scaling:
         raise InvalidOptionError(
             "block_scaling must be False: block-scaled fp8/fp4 needs compute capability >= 10.0,"

@@ -75,6 +75,28 @@ def _squeeze(obj, axes):
     return obj
 
 
+def _check_bgrad_layout(lt_epilog, p) -> None:
+    """cuBLASLt's BGRADA needs lt ``A`` untransposed, BGRADB needs lt ``B`` transposed
+    (measured on cuBLASLt 13.1: other layouts report NOT_SUPPORTED)."""
+    from ..._bindings.cublaslt import Operation
+    from ..._internal.errors import UnsupportedLayoutError
+    from ._epilogs import MatmulEpilog
+
+    user = {MatmulEpilog.BGRADA: "BGRADB", MatmulEpilog.BGRADB: "BGRADA"} if p.swap else {
+        MatmulEpilog.BGRADA: "BGRADA", MatmulEpilog.BGRADB: "BGRADB"}
+    if lt_epilog == MatmulEpilog.BGRADA and p.a.op != Operation.N:
+        bad = user[lt_epilog]
+    elif lt_epilog == MatmulEpilog.BGRADB and p.b.op == Operation.N:
+        bad = user[lt_epilog]
+    else:
+        return
+    need = "a must be column-major" if bad == "BGRADA" else "b must be row-major"
+    raise UnsupportedLayoutError(
+        f"{need} for epilog {bad} on the GPU (a cuBLASLt restriction); pass "
+        f"{'a Fortran-ordered a (or x.T of a row-major array)' if bad == 'BGRADA' else 'a C-ordered b'}",
+        permutation=(1, 0))
+
+
 def _batched_view(arr, count):
     """``(count, rows, n)`` / ``(count, length)`` view of an aux output (no copy)."""
     v = arr.view()
@@ -271,6 +293,7 @@ class Matmul(StatefulObject):
             raise UnsupportedLayoutError(
                 f"c must be a full (M, N) matrix in a cuBLASLt layout for {self._package} "
                 "operands (broadcasting c needs torch or CuPy), got a broadcast/strided c")
+        _check_bgrad_layout(self._binding.lt.epilog, p)
         self._engine = _cuda.CudaEngine(self._device_id, self._package, self._host, self.options)
         key = None
         if algorithms is None and _autotune_cache.enabled():
@@ -432,6 +455,8 @@ class Matmul(StatefulObject):
         if self._host and self.options.inplace:
             d_ptr = ptr["c"]
         c_ptr = ptr.get("c", d_ptr) if p.c is not None else d_ptr
+        if p.c is None and self._types["c_layout"] != self._types["d"]:
+            c_ptr = eng.workspace_ptr or 0  # beta is 0: C is not read; avoid an in-place alias
         if p.c_broadcast:
             self._materialize_c(res, d_ptr, s)
         aux = {}
