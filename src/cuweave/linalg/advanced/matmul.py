@@ -90,10 +90,10 @@ def _check_bgrad_layout(lt_epilog, p) -> None:
         bad = user[lt_epilog]
     else:
         return
-    need = "a must be column-major" if bad == "BGRADA" else "b must be row-major"
+    need, fix = (("a must be column-major", "a Fortran-ordered a (or x.T of a row-major array)")
+                 if bad == "BGRADA" else ("b must be row-major", "a C-ordered b"))
     raise UnsupportedLayoutError(
-        f"{need} for epilog {bad} on the GPU (a cuBLASLt restriction); pass "
-        f"{'a Fortran-ordered a (or x.T of a row-major array)' if bad == 'BGRADA' else 'a C-ordered b'}",
+        f"{need} for epilog {bad} on the GPU (a cuBLASLt restriction); pass {fix}",
         permutation=(1, 0))
 
 
@@ -158,6 +158,11 @@ class Matmul(StatefulObject):
         if quantization_scales is not None and not self._types["fp8"]:
             raise InvalidOptionError("quantization_scales must be None for non-fp8 operands, "
                                      f"got {quantization_scales!r}")
+        if self._scales.d is not None and self._types["d"] not in ("float8_e4m3fn",
+                                                                  "float8_e5m2"):
+            raise InvalidOptionError(
+                "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
+                f"fp8 results only), got {self._scales.d!r} for result {self._types['d']!r}")
         self._stream = stream
         self._engine = None
         self._binding = None
