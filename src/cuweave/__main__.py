@@ -15,13 +15,13 @@ def _info(args) -> int:
     return 0
 
 
-def _demo(args) -> int:
+def _demo(rest) -> int:
     from . import _demo
 
-    return _demo.main(args.rest)
+    return _demo.main(rest)
 
 
-def _bench(args) -> int:
+def _bench(rest) -> int:
     import os
     import runpy
 
@@ -31,7 +31,7 @@ def _bench(args) -> int:
         print("cuweave bench needs a source checkout (benchmarks/run.py was not found)",
               file=sys.stderr)
         return 2
-    sys.argv = [runner, *args.rest]
+    sys.argv = [runner, *rest]
     runpy.run_path(runner, run_name="__main__")
     return 0
 
@@ -43,11 +43,12 @@ def main(argv=None) -> int:
     pi.add_argument("--json", action="store_true", help="print JSON")
     pi.set_defaults(fn=_info)
     pd = sub.add_parser("demo", help="run the end-to-end demo (on the CPU without a GPU)")
-    pd.add_argument("rest", nargs=argparse.REMAINDER)
-    pd.set_defaults(fn=_demo)
+    pd.add_argument("options", nargs="*", help="see `python -m cuweave demo --help`")
     pb = sub.add_parser("bench", help="run the benchmarks (source checkout)")
-    pb.add_argument("rest", nargs=argparse.REMAINDER)
-    pb.set_defaults(fn=_bench)
+    pb.add_argument("options", nargs="*", help="see `python -m cuweave bench --help`")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("demo", "bench"):  # their own parsers take the remaining options
+        return (_demo if argv[0] == "demo" else _bench)(argv[1:])
     args = p.parse_args(argv)
     return args.fn(args)
 

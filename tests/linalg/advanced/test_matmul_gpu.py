@@ -170,7 +170,8 @@ def test_cpu_and_gpu_agree(epilog):
         inputs[f"{act}_aux"] = fwd[f"{act}_aux"]
     out_c = matmul(a, b, epilog=epilog, epilog_inputs=inputs or None, execution="cpu")
     dev_inputs = {k: torch().from_numpy(v).cuda() for k, v in inputs.items()}
-    out_g = matmul(tt(a, "float32"), tt(b, "float32"), epilog=epilog,
+    a_dev = tt(a.T, "float32").T if epilog == "BGRADA" else tt(a, "float32")  # keep F order
+    out_g = matmul(a_dev, tt(b, "float32"), epilog=epilog,
                    epilog_inputs=dev_inputs or None)
     rc, ac = out_c if isinstance(out_c, tuple) else (out_c, {})
     rg, ag = out_g if isinstance(out_g, tuple) else (out_g, {})
