@@ -22,17 +22,19 @@ from harness import gpu_time_ms, peer
 BATCH, N = 65536, 256
 # (elements_per_thread, ffts_per_block) tried for the standalone FFT; the fastest is reported
 KNOBS = ((8, "suggested"), (16, "suggested"), (16, 16), (16, 32))
-CONFIGS = [dict(fft_type="c2c", size=N, precision=np.float32, direction="forward",
-                elements_per_thread=e, ffts_per_block=b) for e, b in KNOBS]
+CONFIGS = [dict(fft_type="c2c", size=N, precision=np.float32, direction=d,
+                elements_per_thread=e, ffts_per_block=b) for d in ("forward", "inverse")
+           for e, b in KNOBS]
 
 
 def run(results, quick: bool) -> None:
     import cuweave.device as dx
 
     iters = 20 if quick else 100
-    ffts = dx.warm_cache(CONFIGS)
-    best = _standalone(results, ffts, iters)
-    _convolution(results, ffts[best], iters)
+    ffts = dx.warm_cache(CONFIGS)  # compiled in parallel (or found in the disk cache)
+    fwd, inv = ffts[:len(KNOBS)], ffts[len(KNOBS):]
+    best = _standalone(results, fwd, iters)
+    _convolution(results, list(zip(fwd, inv)), iters)
     _cache_ready(results, CONFIGS[best])
 
 
@@ -140,27 +142,32 @@ def _conv_kernel(fwd, inv):
     return kernel
 
 
-def _convolution(results, fwd, iters):
+def _convolution(results, pairs, iters):
+    """The fused kernel for each knob choice (forward, inverse); the fastest is reported."""
     from numba import cuda
 
-    import cuweave.device as dx
-
     case = f"convolution fft*h ifft {BATCH}x{N} complex64"
-    inv = dx.FFT("c2c", N, np.float32, "inverse", elements_per_thread=fwd.elements_per_thread,
-                 ffts_per_block=fwd.ffts_per_block)
     rng = np.random.default_rng(1)
     host = (rng.standard_normal((BATCH, N)) + 1j * rng.standard_normal((BATCH, N)))
     host = host.astype(np.complex64)
     filt = np.exp(-0.5 * (np.fft.fftfreq(N) * 12) ** 2).astype(np.complex64)
     x, h = cuda.to_device(host), cuda.to_device(filt)
     y = cuda.device_array((BATCH, N), np.complex64)
-    smem = max(fwd.shared_memory_size, inv.shared_memory_size)
-    launch = _conv_kernel(fwd, inv)[BATCH // fwd.ffts_per_block, fwd.block_dim, 0, smem]
-    launch(x, h, y)
     ref = np.fft.ifft(np.fft.fft(host.astype(np.complex128), axis=-1) * filt, axis=-1)
-    err = np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref)
-    ms = gpu_time_ms(lambda: launch(x, h, y), iters=iters, warmup=3)
-    results.add(case=case, impl="cuweave", metric="ms", value=ms, unit="ms", rel_err=float(err))
+    best_ms = None
+    for fwd, inv in pairs:
+        smem = max(fwd.shared_memory_size, inv.shared_memory_size)
+        launch = _conv_kernel(fwd, inv)[BATCH // fwd.ffts_per_block, fwd.block_dim, 0, smem]
+        launch(x, h, y)
+        err = np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref)
+        ms = gpu_time_ms(lambda launch=launch: launch(x, h, y), iters=iters, warmup=3)
+        results.add(case=case, impl=f"cuweave ept={fwd.elements_per_thread} "
+                    f"fpb={fwd.ffts_per_block}", metric="ms", value=ms, unit="ms",
+                    rel_err=float(err))
+        if best_ms is None or ms < best_ms:
+            best_ms, best_err = ms, err
+    results.add(case=case, impl="cuweave", metric="ms", value=best_ms, unit="ms",
+                rel_err=float(best_err))
     cupy = peer("cupy")
     if cupy is not None:
         xc, hc = cupy.asarray(host), cupy.asarray(filt)

@@ -5,9 +5,10 @@ The library is loaded lazily on the first call through
 declared once. Each wrapper checks the returned ``cufftResult`` and raises
 :class:`~cuweave._internal.errors.CufftError` (status name + hint) on failure.
 
-Hot paths should not go through the checking wrappers: :func:`raw` returns the bare ctypes
-function (arguments already declared), so a caller can pre-build its argument tuple once and
-only compare the status with ``0``.
+Hot paths should not go through the checking wrappers: :func:`raw` returns the ctypes function
+with its arguments declared (ints are converted on each call), and :func:`bare` the same entry
+point with no ``argtypes`` at all, for callers that pass pre-built ctypes objects (e.g. a
+``c_void_p`` whose ``.value`` they update) and only compare the status with ``0``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "WorkAreaPolicy",
     "check",
     "raw",
+    "bare",
     "get_version",
     "create",
     "destroy",
@@ -122,6 +124,7 @@ _SIGNATURES: dict[str, tuple] = {
 
 _lock = threading.Lock()
 _funcs: dict[str, object] = {}
+_bare: dict[str, object] = {}
 
 
 def _declare() -> dict[str, object]:
@@ -132,7 +135,7 @@ def _declare() -> dict[str, object]:
         if _funcs:
             return _funcs
         lib = load_library("cufft")
-        table = {}
+        table, untyped = {}, {}
         for name, argtypes in _SIGNATURES.items():
             try:
                 fn = getattr(lib, name)
@@ -141,6 +144,11 @@ def _declare() -> dict[str, object]:
             fn.argtypes = list(argtypes)
             fn.restype = _c.c_int
             table[name] = fn
+            # a second function object for the same symbol, without argtypes (see bare())
+            b = lib._FuncPtr((name, lib))
+            b.restype = _c.c_int
+            untyped[name] = b
+        _bare.update(untyped)
         _funcs.update(table)
     return _funcs
 
@@ -150,6 +158,21 @@ def raw(name: str):
     funcs = _declare()
     try:
         return funcs[name]
+    except KeyError:
+        raise CufftError(14, name, f"{name} is not exported by this cuFFT; "
+                         "cuweave needs cuFFT 12 (CUDA 13)") from None
+
+
+def bare(name: str):
+    """``name`` without ``argtypes``: every pointer argument must be a ctypes object.
+
+    Integers are passed as C ``int`` (right for handles and directions, wrong for addresses):
+    pass addresses as ``ctypes.c_void_p`` objects built once and updated through ``.value``.
+    Saves the per-call argument conversion of :func:`raw` on hot paths.
+    """
+    _declare()
+    try:
+        return _bare[name]
     except KeyError:
         raise CufftError(14, name, f"{name} is not exported by this cuFFT; "
                          "cuweave needs cuFFT 12 (CUDA 13)") from None

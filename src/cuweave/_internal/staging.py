@@ -1,21 +1,58 @@
-"""Host ↔ device transfers through pinned buffers, pipelined in chunks.
+"""Host ↔ device transfers through a pinned ring buffer, pipelined in chunks on several threads.
 
-A :class:`Stager` owns two page-locked chunks. An upload copies chunk *i* of the host array into
-one pinned buffer while the DMA engine moves chunk *i-1* from the other; a download mirrors it.
-Copies are ordered on the caller's stream; the host side waits only for the buffer it reuses.
+A :class:`Stager` owns one page-locked arena (grown on demand up to ``capacity`` bytes).
+Transfers are cut into ``chunk``-byte pieces, each placed in the arena at the ring's current
+position:
+
+* upload: worker threads copy pieces of the host array into the arena (``ctypes.memmove``
+  releases the GIL, so the copies run in parallel), and the calling thread queues the DMA of
+  each piece on the stream as soon as its copy is done — in order, while later pieces are
+  still being copied. :meth:`Stager.upload_many` pipelines several arrays in one go (the
+  second array's host copies overlap the first one's DMA).
+* download: the DMA of every piece is queued first; each piece's copy out of the arena is
+  handed to a worker as soon as its DMA is done, so copying overlaps the remaining DMA.
+
+A region of the arena is reused only after the DMA reading it (upload) or the host copy out
+of it (download) has finished; the host waits for exactly those. Small transfers (below
+``_THREAD_MIN`` bytes in total) are copied on the calling thread.
+
+Pinning the user's arrays instead (``cuMemHostRegister``) is not done: registering costs about
+as much as copying the pages once (the driver walks and locks every page) plus an unregister,
+so for one-shot transfers it never wins over a pipelined copy into an already-pinned arena.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
+from collections import deque
 
 import numpy as np
 
 from . import cuda
 
-__all__ = ["Stager", "host_bytes"]
+__all__ = ["Stager", "host_bytes", "shared_stager"]
 
-_CHUNK = 8 << 20  # bytes per pinned chunk
+_CHUNK = 2 << 20  # bytes per piece
+_CAPACITY = 32 << 20  # largest pinned arena of one Stager
+_THREAD_MIN = 1 << 20  # transfers below this many bytes are copied on the calling thread
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+_memmove = ctypes.memmove
+
+
+def _pool():
+    """The process's copy threads (created on first use; ``CUWEAVE_COPY_THREADS`` bounds it)."""
+    if not _POOL:
+        with _POOL_LOCK:
+            if not _POOL:
+                from concurrent.futures import ThreadPoolExecutor
+
+                n = int(os.environ.get("CUWEAVE_COPY_THREADS", 0)) or min(8, os.cpu_count() or 1)
+                _POOL.append(ThreadPoolExecutor(max_workers=max(n, 1),
+                                                thread_name_prefix="cuweave-copy"))
+    return _POOL[0]
 
 
 def host_bytes(arr: np.ndarray) -> np.ndarray:
@@ -25,43 +62,129 @@ def host_bytes(arr: np.ndarray) -> np.ndarray:
     return arr.reshape(-1, order="A").view(np.uint8)
 
 
-class Stager:
-    """Pinned double buffer for pipelined transfers; call :meth:`close` (or drop) to free it."""
+class _Done:
+    """A waiter that is already satisfied (inline copies)."""
 
-    def __init__(self, chunk: int = _CHUNK):
-        self._chunk = chunk
-        self._ptrs: list[int] = []
-        self._views: list[np.ndarray] = []
-        self._events: list[cuda.Event] = []
+    @staticmethod
+    def result():
+        return None
+
+
+class Stager:
+    """Pinned ring buffer for pipelined transfers; call :meth:`close` (or drop) to free it.
+
+    Parameters
+    ----------
+    chunk : int
+        Bytes per piece (the unit of pipelining and of threading).
+    capacity : int
+        Largest arena in bytes; transfers larger than that wrap around the ring.
+    threads : bool
+        Use the copy threads for transfers of at least ``_THREAD_MIN`` bytes.
+    """
+
+    def __init__(self, chunk: int = _CHUNK, capacity: int = _CAPACITY, threads: bool = True):
+        self._chunk = int(chunk)
+        self._capacity = max(int(capacity), self._chunk)
+        self._threads = threads
+        self._base = 0
+        self._size = 0
+        self._pos = 0
+        self._busy: deque = deque()  # (start, end, waiter with .result() or .synchronize())
+        self._events: list = []  # free events
         self._lock = threading.Lock()
 
-    def _ensure(self) -> None:
-        if self._ptrs:
+    # ------------------------------------------------------------------ arena
+    def _ensure(self, need: int) -> None:
+        want = min(max(need, 1), self._capacity)
+        if self._size >= want:
             return
-        import ctypes
+        self._drain_busy()
+        if self._base:
+            cuda.host_free(self._base)
+            self._base = self._size = 0
+        want = -(-want // 4096) * 4096
+        self._base = cuda.host_alloc(want)
+        self._size, self._pos = want, 0
 
-        for _ in range(2):
-            p = cuda.host_alloc(self._chunk)
-            self._ptrs.append(p)
-            buf = (ctypes.c_uint8 * self._chunk).from_address(p)
-            self._views.append(np.frombuffer(buf, dtype=np.uint8))
-            self._events.append(cuda.Event(timing=False))
+    def _reserve(self, m: int, pending: deque, advance) -> int:
+        """Arena offset for ``m`` bytes; waits for (and ``advance``-s) the users of the region."""
+        if self._pos + m > self._size:
+            self._pos = 0
+        start, end = self._pos, self._pos + m
+        while pending and any(s < end and start < e for s, e, _ in pending):
+            advance(pending.popleft())
+        if any(s < end and start < e for s, e, _ in self._busy):
+            keep = deque()
+            for s, e, w in self._busy:
+                if s < end and start < e:
+                    _wait(w)
+                    self._recycle(w)
+                else:
+                    keep.append((s, e, w))
+            self._busy = keep
+        self._pos = end
+        return start
 
+    def _event(self, stream: int):
+        ev = self._events.pop() if self._events else cuda.Event(timing=False)
+        return ev.record(stream)
+
+    def _recycle(self, w) -> None:
+        if isinstance(w, cuda.Event):
+            self._events.append(w)
+
+    def _drain_busy(self) -> None:
+        busy, self._busy = self._busy, deque()
+        for _, _, w in busy:
+            _wait(w)
+            self._recycle(w)
+
+    def _pieces(self, n: int):
+        return ((off, min(self._chunk, n - off)) for off in range(0, n, self._chunk))
+
+    def _submit(self, threaded: bool, dst: int, src: int, m: int):
+        if threaded:
+            return _pool().submit(_memmove, dst, src, m)
+        _memmove(dst, src, m)
+        return _Done
+
+    # ------------------------------------------------------------------ transfers
     def upload(self, src: np.ndarray, dst_ptr: int, stream: int) -> None:
         """Copy the bytes of the dense host array ``src`` (own memory order) to ``dst_ptr``."""
-        data = host_bytes(src)
-        n = data.size
-        if n == 0:
+        self.upload_many([(src, dst_ptr)], stream)
+
+    def upload_many(self, items, stream: int) -> None:
+        """Upload ``[(host array, device pointer), ...]`` in one pipeline (in list order).
+
+        Returns once every piece is queued on ``stream`` (the DMA may still be running; the
+        arena regions stay reserved until it is done).
+        """
+        flats = [(host_bytes(src), dst) for src, dst in items]
+        total = sum(f.size for f, _ in flats)
+        if total == 0:
             return
+        threaded = self._threads and total >= _THREAD_MIN
+        pending: deque = deque()  # (start, end, (future, dst, m)) copied, DMA not queued
+
+        def advance(entry):
+            start, end, (fut, dst, m) = entry
+            fut.result()
+            cuda.memcpy_async(dst, self._base + start, m, stream)
+            self._busy.append((start, end, self._event(stream)))
+
         with self._lock:
-            self._ensure()
-            for i, off in enumerate(range(0, n, self._chunk)):
-                k, m = i & 1, min(self._chunk, n - off)
-                if i >= 2:
-                    self._events[k].synchronize()  # the DMA that used this buffer is done
-                np.copyto(self._views[k][:m], data[off:off + m])
-                cuda.memcpy_async(dst_ptr + off, self._ptrs[k], m, stream)
-                self._events[k].record(stream)
+            self._ensure(total)
+            for flat, dst in flats:
+                src = flat.ctypes.data
+                for off, m in self._pieces(flat.size):
+                    start = self._reserve(m, pending, advance)
+                    fut = self._submit(threaded, self._base + start, src + off, m)
+                    pending.append((start, start + m, (fut, dst + off, m)))
+                    while pending and _ready(pending[0][2][0]):
+                        advance(pending.popleft())
+            while pending:
+                advance(pending.popleft())
 
     def download(self, src_ptr: int, dst: np.ndarray, stream: int) -> None:
         """Copy device bytes at ``src_ptr`` into the dense host array ``dst``; returns when done."""
@@ -74,30 +197,61 @@ class Stager:
         n = data.size
         if n == 0:
             return
-        with self._lock:
-            self._ensure()
-            chunks = list(range(0, n, self._chunk))
-            for i, off in enumerate(chunks):
-                k, m = i & 1, min(self._chunk, n - off)
-                cuda.memcpy_async(self._ptrs[k], src_ptr + off, m, stream)
-                self._events[k].record(stream)
-                if i >= 1:
-                    self._drain(chunks[i - 1], 1 - k, data)
-            self._drain(chunks[-1], (len(chunks) - 1) & 1, data)
+        threaded = self._threads and n >= _THREAD_MIN
+        base_dst = data.ctypes.data
+        pending: deque = deque()  # (start, end, (event, dst, m)): DMA queued, not copied out
 
-    def _drain(self, off: int, k: int, data: np.ndarray) -> None:
-        m = min(self._chunk, data.size - off)
-        self._events[k].synchronize()
-        np.copyto(data[off:off + m], self._views[k][:m])
+        def advance(entry):
+            start, end, (ev, out, m) = entry
+            ev.synchronize()
+            self._events.append(ev)
+            self._busy.append((start, end, self._submit(threaded, out, self._base + start, m)))
+
+        with self._lock:
+            self._ensure(n)
+            for off, m in self._pieces(n):
+                start = self._reserve(m, pending, advance)
+                cuda.memcpy_async(self._base + start, src_ptr + off, m, stream)
+                pending.append((start, start + m, (self._event(stream), base_dst + off, m)))
+            while pending:
+                advance(pending.popleft())
+            self._drain_busy()
 
     def close(self) -> None:
         with self._lock:
-            ptrs, self._ptrs, self._views, self._events = self._ptrs, [], [], []
-        for p in ptrs:
             try:
-                cuda.host_free(p)
+                self._drain_busy()
+            except Exception:
+                pass
+            base, self._base, self._size, self._events = self._base, 0, 0, []
+        if base:
+            try:
+                cuda.host_free(base)
             except Exception:
                 pass
 
     def __del__(self):
         self.close()
+
+
+def _ready(fut) -> bool:
+    return fut is _Done or fut.done()
+
+
+def _wait(w) -> None:
+    if isinstance(w, cuda.Event):
+        w.synchronize()
+    else:
+        w.result()
+
+
+_SHARED: list = []
+
+
+def shared_stager() -> Stager:
+    """One process-wide :class:`Stager` (bounds the pinned memory of cached plans)."""
+    if not _SHARED:
+        with _POOL_LOCK:
+            if not _SHARED:
+                _SHARED.append(Stager())
+    return _SHARED[0]

@@ -3,7 +3,7 @@
 :class:`CudaPlan` creates the handle with automatic work-area allocation off (the workspace comes
 from the user's pool), attaches LTO callbacks (the user's, or the one fusing a ``norm=`` scale),
 makes the plan with ``cufftMakePlanMany64`` (``cufftXtMakePlanMany`` for half precision) and
-keeps the bare ``cufftXtExec`` for the hot path.
+keeps ``cufftXtExec`` (typed, and untyped for pre-built arguments) for the hot path.
 """
 
 from __future__ import annotations
@@ -137,6 +137,9 @@ class CudaPlan:
     workspace_size : int
     exec_fn : ctypes function
         ``cufftXtExec`` with declared argtypes; call ``exec_fn(handle, in, out, direction)``.
+    exec_bare : ctypes function
+        ``cufftXtExec`` without argtypes: ``exec_bare(handle, c_void_p, c_void_p, direction)``
+        with pre-built pointer objects (the hot path).
     unfused_scale : float
         A scale that could not be fused (applied by the caller after execution), else 1.
     """
@@ -167,6 +170,7 @@ class CudaPlan:
             self.handle = None
             raise
         self.exec_fn = cufft.raw("cufftXtExec")
+        self.exec_bare = cufft.bare("cufftXtExec")
         self.has_callbacks = prolog is not None or epilog is not None
         if logger.isEnabledFor(20):
             logger.info("cuFFT plan %s %s n=%s batch=%d workspace=%d B callbacks=%s in %.3f ms",

@@ -9,6 +9,7 @@ meaning) asks for it; on the GPU the scaling is fused into the transform as an L
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 
@@ -105,8 +106,9 @@ class FFT(StatefulObject):
         self._bufs = None
         self._stager = None
         self._stream = None
-        self._cur_stream = None
+        self._cur_stream = [None]  # the stream last set on the plan (shared with the hot path)
         self._fast_stream = self._fast_out = self._hot = None
+        self._in_c = ctypes.c_void_p()  # the input address as the hot path passes it
         self._set_operand(op)
         if self._spec.cuda:
             spec = self._spec
@@ -125,7 +127,7 @@ class FFT(StatefulObject):
     def _set_operand(self, op) -> None:
         self._op = op
         self._in_obj = op.obj
-        self._in_ptr = op.ptr
+        self._in_ptr = self._in_c.value = op.ptr
 
     def _resolve(self, stream) -> int:
         spec = self._spec
@@ -166,7 +168,8 @@ class FFT(StatefulObject):
     def release_operand(self) -> None:
         """Drop the reference to the operand (a later execute needs :meth:`reset_operand`)."""
         self._op = self._in_obj = None
-        self._in_ptr = None
+        self._in_ptr = self._in_c.value = None
+        self._hot = None
 
     def get_input_layout(self):
         """``(shape, strides)`` of the input as the transform reads it (strides in elements)."""
@@ -227,7 +230,7 @@ class FFT(StatefulObject):
             scale = norm_scale(norm, self._plan_direction, spec.n_points)
             self._cuda_plan = CudaPlan(spec, prolog=prolog, epilog=epilog, scale=scale,
                                        logger=self.logger)
-            self._cur_stream = None
+            self._cur_stream = [None]
         self._hot = None
         self._mark_planned()
         if self.logger.isEnabledFor(20):
@@ -249,9 +252,8 @@ class FFT(StatefulObject):
 
         In-place (``options.inplace``) transforms return the operand itself.
         """
-        hot = self._hot
-        if hot is not None and direction is None and stream is None and not release_workspace \
-                and self._in_ptr is not None:
+        hot = self._hot  # None unless planned, with an operand, and the common case applies
+        if hot is not None and direction is None and stream is None and not release_workspace:
             return hot()
         if not self._planned:
             self._require_planned("execute")
@@ -284,9 +286,10 @@ class FFT(StatefulObject):
             s = self._resolve(None)
         else:
             s = self._stream
-        if s != self._cur_stream:
+        cur = self._cur_stream
+        if s != cur[0]:
             plan.set_stream(s)
-            self._cur_stream = s
+            cur[0] = s
         if plan.workspace_size and not bufs.has("work"):
             plan.set_work_area(bufs.get("work", plan.workspace_size, s))
         if spec.device_id:
@@ -301,7 +304,7 @@ class FFT(StatefulObject):
             out_ptr = bufs.get("out", _nbytes(spec.out_shape, spec.layout.out_strides,
                                               spec.out_dtype), s)
         elif stream is None and self._fast_out is not None:
-            res, out_ptr = self._fast_out()
+            res, out_ptr = self._fast_out()  # FastOutput.__call__
         else:
             op = empty(self._op, spec.out_shape, spec.out_dtype, perm=spec.layout.out_perm,
                        stream=s, allocator=self.options.allocator)
@@ -317,27 +320,35 @@ class FFT(StatefulObject):
         return result
 
     def _build_hot(self):
-        """The common case as one closure: current stream, new output, one cufftXtExec."""
+        """The common case as one closure: current stream, new output, one cufftXtExec.
+
+        Everything is bound at build time: cufftSetStream is called only when the current
+        stream differs from the one last set on the plan; the input/output addresses travel in
+        pre-built ``c_void_p`` objects through the untyped ``cufftXtExec`` (no conversion).
+        """
         spec, plan = self._spec, self._cuda_plan
         if (spec.staged or spec.inplace or spec.fft_type == "C2R" or self._fast_out is None
                 or self._fast_stream is None or plan.unfused_scale != 1.0
                 or self.options.blocking is True or spec.device_id):
             return None
-        get_stream, alloc, exec_fn, handle = (self._fast_stream, self._fast_out, plan.exec_fn,
-                                              plan.handle)
-        d = int(self._plan_direction)
-        me = self
+        get_stream, set_stream = self._fast_stream, plan.set_stream
+        out = self._fast_out
+        new, ptr_of, inv, reorder = out.new, out.ptr_of, out.inv, out.reorder
+        exec_bare, handle, in_c, out_c = plan.exec_bare, plan.handle, self._in_c, \
+            ctypes.c_void_p()
+        d, cur = int(self._plan_direction), self._cur_stream  # no reference to self: no cycle
 
         def hot():
             s = get_stream()
-            if s != me._cur_stream:
-                plan.set_stream(s)
-                me._cur_stream = s
-            res, out_ptr = alloc()
-            status = exec_fn(handle, me._in_ptr, out_ptr, d)
+            if s != cur[0]:
+                set_stream(s)
+                cur[0] = s
+            res = new()
+            out_c.value = ptr_of(res)
+            status = exec_bare(handle, in_c, out_c, d)
             if status:
                 raise CufftError(status, "cufftXtExec")
-            return res
+            return res if inv is None else reorder(res, inv)
 
         return hot
 
@@ -452,8 +463,66 @@ def _scale_in_place(obj, scale, s, spec) -> None:
 
 
 # ---- function forms ---------------------------------------------------------------------------
+class _FunctionFormCache(PlanCache):
+    """The function forms' :class:`PlanCache` with a one-entry front slot.
+
+    The plan used last goes back to the slot instead of the LRU, so a loop calling one
+    transform takes and returns it with two list operations (atomic under the GIL) instead of
+    two locked LRU updates. A plan in the slot counts in ``len`` and ``hits``, is found by
+    :meth:`pop` and freed by :meth:`clear`; a call with another key demotes it to the LRU (so at
+    most ``maxsize + 1`` plans are kept, the slot's workspace outside the byte bound).
+    """
+
+    def __init__(self, maxsize: int = 64, max_workspace_bytes: int = 1 << 30):
+        super().__init__(maxsize=maxsize, max_workspace_bytes=max_workspace_bytes)
+        self._front = []  # [] or [(key, obj, workspace_bytes)]
+
+    def pop(self, key):
+        front = self._front
+        if front:
+            try:
+                k, obj, nbytes = front.pop()
+            except IndexError:  # another thread took it first
+                pass
+            else:
+                if k == key:
+                    self.hits += 1
+                    return obj
+                super().put(k, obj, nbytes)
+        return super().pop(key)
+
+    def put(self, key, obj, workspace_bytes: int = 0) -> None:
+        front = self._front
+        if front:
+            super().put(key, obj, workspace_bytes)
+            return
+        front.append((key, obj, workspace_bytes))
+        while len(front) > 1:  # another thread's put raced this one: keep the slot single
+            try:
+                entry = front.pop(0)
+            except IndexError:
+                break
+            super().put(*entry)
+
+    def clear(self) -> None:
+        front = self._front
+        while front:
+            try:
+                _, obj, _ = front.pop()
+            except IndexError:
+                break
+            try:
+                obj.free()
+            except Exception:
+                pass
+        super().clear()
+
+    def __len__(self) -> int:
+        return super().__len__() + len(self._front)
+
+
 #: Planned FFT objects of the function forms, keyed by spec key + direction + norm.
-plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
+plan_cache = _FunctionFormCache(maxsize=64, max_workspace_bytes=1 << 30)
 _TYPED_OPTIONS = {t: FFTOptions(fft_type=t) for t in ("C2C", "R2C", "C2R")}
 
 
@@ -477,13 +546,22 @@ def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direct
     fast = None
     if (options is None and execution is None and prolog is None and epilog is None
             and stream is None):
-        meta = fast_key(operand)
-        if meta is not None:
-            fast = (meta, axes if axes is None else tuple(axes), fft_type, direction, norm)
+        fast = fast_key(operand, axes if axes is None or type(axes) is tuple else tuple(axes),
+                        fft_type, direction, norm)
+        if fast is not None:
             obj = plan_cache.pop(fast)
             if obj is not None:
+                ptr = operand.data_ptr() if fast[0] == "torch" else operand.data.ptr
+                hot = obj._hot  # planned for `direction` on the current stream: run it directly
+                if hot is not None:
+                    obj._in_c.value = ptr
+                    try:
+                        return hot()
+                    finally:
+                        obj._in_c.value = None
+                        plan_cache.put(fast, obj, obj.workspace_size)
                 obj._in_obj = operand
-                obj._in_ptr = operand.data_ptr() if meta[0] == "torch" else operand.data.ptr
+                obj._in_ptr = obj._in_c.value = ptr
                 obj._op = None
                 return _execute_and_put_back(obj, fast, direction, stream)
     opts = _options_for(options, fft_type)
@@ -507,7 +585,7 @@ def _execute_and_put_back(obj, key, direction, stream):
     try:
         return obj.execute(direction=direction, stream=stream)
     finally:
-        obj._op = obj._in_obj = obj._in_ptr = None
+        obj._op = obj._in_obj = obj._in_ptr = obj._in_c.value = None
         plan_cache.put(key, obj, obj.workspace_size)
 
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import ctypes
+import sys
+import types
 
 import numpy as np
 
 from ..._bindings import cublaslt as lt
-from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
-from ..._internal.operands import check_same_place, wrap_operand
+from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE, numpy_dtype
+from ..._internal.operands import check_same_place, empty, wrap_operand
 from ._epilogs import MatmulEpilog, aux_layout, epilog_spec, validate_epilog_inputs
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
 
 __all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
-           "perm_from_strides"]
+           "perm_from_strides", "device_allocator"]
 
 _SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
@@ -51,6 +53,57 @@ def staged(op):
     return arr, tuple(s // arr.itemsize for s in arr.strides)
 
 
+_CUPY_DTYPES = frozenset(["float16", "float32", "float64", "complex64", "complex128", "int8",
+                          "uint8", "int32"])
+
+
+def device_allocator(package: str, shape, dtype: str, perm, device_id: int):
+    """``alloc(stream, foreign) -> (array, device pointer)`` creating a new dense output in
+    ``package`` with the axis order ``perm`` (see ``operands.empty``), resolved now.
+
+    torch and CuPy allocate straight from their pools with pre-built arguments; ``foreign``
+    (a stream other than the package's current one was given) and other packages go through
+    :func:`~cuweave._internal.operands.empty`, which also orders torch's memory on the stream.
+    """
+    shape = tuple(shape)
+    perm = tuple(perm) if perm is not None else tuple(range(len(shape)))
+    ref = types.SimpleNamespace(device="cuda", package=package, device_id=device_id)
+
+    def generic(stream, foreign=True):
+        op = empty(ref, shape, dtype, perm=perm, device_id=device_id, stream=stream)
+        return op.obj, op.ptr
+
+    alloc_shape = tuple(shape[i] for i in perm)
+    inv = tuple(perm.index(i) for i in range(len(perm)))
+    same = inv == tuple(range(len(inv)))
+    if package == "torch":
+        torch = sys.modules["torch"]
+        tdtype = getattr(torch, dtype, None)
+        if tdtype is None:
+            return generic
+        kw = {"dtype": tdtype, "device": torch.device("cuda", device_id)}
+        new = torch.empty
+
+        def alloc(stream, foreign):
+            if foreign:
+                return generic(stream)
+            x = new(alloc_shape, **kw)
+            return (x if same else x.permute(inv)), x.data_ptr()
+
+        return alloc
+    if package == "cupy" and dtype in _CUPY_DTYPES:
+        cupy = sys.modules["cupy"]
+        dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty
+
+        def alloc(stream, foreign):
+            with dev:
+                x = new(alloc_shape, np_dtype)
+            return (x if same else x.transpose(inv)), x.data.ptr
+
+        return alloc
+    return generic
+
+
 def perm_from_strides(shape, strides) -> tuple:
     """Axis order outermost → innermost for ``operands.empty(perm=...)``."""
     return tuple(sorted(range(len(shape)), key=lambda i: (-strides[i], i)))
@@ -81,8 +134,7 @@ class EpilogBinding:
     def __init__(self, spec, epilog_inputs, problem, types, ref_ops: dict, prefs):
         self.spec = spec
         self.lt = lt_epilog(spec, problem.swap)
-        raw = validate_epilog_inputs(spec, epilog_inputs)
-        self.inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]") for k, v in raw.items()}
+        self.inputs = self.wrap_inputs(epilog_inputs)
         check_same_place({**ref_ops, **self.inputs})
         p = self.p = problem
         d_dtype = types["d"]
@@ -140,19 +192,32 @@ class EpilogBinding:
         n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
         return n * ITEMSIZE[dtype]
 
-    def reset_inputs(self, epilog_inputs, check: bool) -> None:
-        """Swap in new epilog input arrays (same shapes/strides/dtypes when ``check``)."""
-        from ..._internal.errors import InvalidOperandError
-
+    def wrap_inputs(self, epilog_inputs) -> dict:
+        """Validated, wrapped epilog inputs (name -> Operand)."""
         raw = validate_epilog_inputs(self.spec, epilog_inputs)
-        for k, v in raw.items():
-            op = wrap_operand(v, f"epilog_inputs[{k!r}]")
+        return {k: wrap_operand(v, _input_name(k)) for k, v in raw.items()}
+
+    def reset_inputs(self, inputs: dict, check: bool) -> None:
+        """Swap in new (wrapped) epilog inputs (same shapes/strides/dtypes when ``check``)."""
+        for k, op in inputs.items():
             old = self.inputs[k]
             if check and (op.shape, op.strides, op.dtype, op.package, op.place) != (
                     old.shape, old.strides, old.dtype, old.package, old.place):
+                from ..._internal.errors import InvalidOperandError
+
                 raise InvalidOperandError(
                     f"epilog_inputs[{k!r}] must match the planned one ({old!r}), got {op!r}")
             self.inputs[k] = op
+
+
+_INPUT_NAMES: dict = {}
+
+
+def _input_name(key) -> str:
+    name = _INPUT_NAMES.get(key)
+    if name is None:
+        name = _INPUT_NAMES[key] = f"epilog_inputs[{key!r}]"
+    return name
 
 
 _SWAP_NAME = {"bgrada": "bgradb", "bgradb": "bgrada"}

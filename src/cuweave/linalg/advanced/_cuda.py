@@ -9,6 +9,7 @@ a pre-built argument list and calls the raw ``cublasLtMatmul`` function.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 
@@ -20,7 +21,7 @@ from ..._internal import cuda
 from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
 from ..._internal.errors import CublasLtError, InvalidOperandError
 from ..._internal.memory import allocate, parse_memory_limit
-from ..._internal.staging import Stager
+from ..._internal.staging import shared_stager
 from ._algorithm import Algorithm
 
 __all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY"]
@@ -48,6 +49,14 @@ def handle_for(device_id: int) -> int:
     return h
 
 
+def _raw_matmul_function():
+    """``cublasLtMatmul`` without ``argtypes``: called with pre-built ctypes objects only, so
+    ctypes passes them as they are instead of converting 16 Python values per call."""
+    fn = lt.lib()["cublasLtMatmul"]  # a new function object: the declared one keeps argtypes
+    fn.restype = ctypes.c_int
+    return fn
+
+
 def _extent_bytes(lt_op, count, itemsize) -> int:
     per = (lt_op.cols - 1) * lt_op.ld + lt_op.rows
     return (per + (count - 1) * lt_op.batch_stride) * itemsize
@@ -67,8 +76,12 @@ class CudaEngine:
         self.workspace = None
         self.workspace_size = 0
         self._buffers: dict = {}  # host staging: name -> MemoryPointer
-        self._stager = Stager() if host else None
-        self._fn = lt.matmul_function()
+        self._stager = shared_stager() if host else None
+        self._fn = _raw_matmul_function()
+        self._ptrs = None  # the pre-built ctypes arguments of cublasLtMatmul
+        self.alpha_buf = self.beta_buf = None
+        self.args = None
+        self._bound: dict = {}  # descriptor pointer attribute -> the pointer it holds
 
     # ---------------------------------------------------------------- planning
     def plan(self, p, types, lt_epilog, epi, prefs, algorithms):
@@ -111,9 +124,9 @@ class CudaEngine:
         self._ensure_workspace(max(a.workspace_size for a in algorithms), 0)
         self.alpha_buf = np.zeros(1, SCALE_NUMPY[CudaDataType(types["scale"])])
         self.beta_buf = np.zeros(1, self.alpha_buf.dtype)
-        self.args = [self.handle, desc, self.alpha_buf.ctypes.data, 0, self.la, 0, self.lb,
-                     self.beta_buf.ctypes.data, 0, self.lc, 0, self.ld, algorithms[0].ref(),
-                     self.workspace_ptr, self.workspace_size, 0]
+        self._bound = {int(attr): v.value or 0 for attr, v in epi.static_attributes()
+                       if isinstance(v, ctypes.c_void_p)}
+        self._build_args(algorithms[0])
         if self.host:
             self._allocate_staging(p, types)
         return algorithms
@@ -177,8 +190,9 @@ class CudaEngine:
                                   device_id=self.device_id, stream=stream,
                                   allocator=self.options.allocator)
         self.workspace_ptr, self.workspace_size = self.workspace.device_ptr, nbytes
-        if getattr(self, "args", None):
-            self.args[_WS], self.args[_WS_SIZE] = self.workspace_ptr, nbytes
+        if self._ptrs is not None:
+            self._ptrs[_WS].value = self.workspace_ptr or None
+            self._ptrs[_WS_SIZE].value = nbytes
 
     def release_workspace(self) -> None:
         self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
@@ -186,8 +200,9 @@ class CudaEngine:
     # ---------------------------------------------------------------- host staging
     def _allocate_staging(self, p, types) -> None:
         count = p.batch_count
-        need = {"a": _extent_bytes(p.a, count, ITEMSIZE[types["a"]]),
-                "b": _extent_bytes(p.b, count, ITEMSIZE[types["b"]]),
+        ua, ub = ("b", "a") if p.swap else ("a", "b")  # the user operands of lt A and B
+        need = {ua: _extent_bytes(p.a, count, ITEMSIZE[types[ua]]),
+                ub: _extent_bytes(p.b, count, ITEMSIZE[types[ub]]),
                 "d": _extent_bytes(p.d, count, ITEMSIZE[types["d"]])}
         if p.c is not None:
             need["c"] = _extent_bytes(p.c, count, ITEMSIZE[types["c"]])
@@ -198,42 +213,62 @@ class CudaEngine:
                                                stream=0)
 
     def device_buffer(self, name: str, nbytes: int) -> int:
-        """A cached device buffer (host staging of epilog inputs/outputs)."""
+        """A cached device buffer (host staging of operands and epilog inputs/outputs)."""
         buf = self._buffers.get(name)
         if buf is None or buf.size < nbytes:
             buf = self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
                                                  stream=0)
         return buf.device_ptr
 
-    def upload(self, host: np.ndarray, name: str, stream: int) -> int:
-        from ._binding import dense_bytes
-
-        ptr = self.device_buffer(name, host.nbytes)
+    def upload(self, items, stream: int) -> list[int]:
+        """Upload ``[(name, dense host array), ...]`` into the cached device buffers of those
+        names in one pipelined transfer; returns the device pointers."""
+        ptrs = [self.device_buffer(name, host.nbytes) for name, host in items]
         if self._stager is None:
-            self._stager = Stager()
-        flat = dense_bytes(host)
-        self._stager.upload(flat if flat is not None else host, ptr, stream)
-        return ptr
+            self._stager = shared_stager()
+        self._stager.upload_many([(host, p) for (_, host), p in zip(items, ptrs)], stream)
+        return ptrs
 
     def download(self, ptr: int, host: np.ndarray, stream: int) -> None:
         self._stager.download(ptr, host, stream)
 
     # ---------------------------------------------------------------- execution
-    def set_pointer(self, attr, ptr: int) -> None:
-        lt.matmul_desc_set_attribute(self.desc, attr, ctypes.c_void_p(ptr))
+    def _build_args(self, algorithm) -> None:
+        vp = ctypes.c_void_p
+        self._ptrs = ptrs = [vp(self.handle), vp(self.desc), vp(self.alpha_buf.ctypes.data),
+                             vp(), vp(self.la), vp(), vp(self.lb), vp(self.beta_buf.ctypes.data),
+                             vp(), vp(self.lc), vp(), vp(self.ld), None,
+                             vp(self.workspace_ptr or None), ctypes.c_size_t(self.workspace_size),
+                             vp()]
+        self._algo_ref = ptrs[_ALGO] = algorithm.ref()
+        self._keep_algo = algorithm
+        self.args = tuple(ptrs)
 
-    def run(self, a, b, c, d, alpha, beta, algorithm, stream) -> None:
+    def set_scalars(self, alpha, beta) -> None:
+        """Write ``alpha``/``beta`` (read by cuBLASLt when a run is queued)."""
+        if self.alpha_buf is not None:
+            self.alpha_buf[0] = alpha
+            self.beta_buf[0] = beta
+
+    def set_pointer(self, attr, ptr: int) -> None:
+        """Point a descriptor attribute at ``ptr`` (no library call when it already does)."""
+        if self._bound.get(attr) != ptr:
+            lt.matmul_desc_set_attribute(self.desc, attr, ctypes.c_void_p(ptr))
+            self._bound[attr] = ptr
+
+    def run(self, a, b, c, d, algorithm, stream) -> None:
         """One ``cublasLtMatmul`` with the pre-built arguments (pointers patched)."""
+        ptrs = self._ptrs
+        ptrs[_A].value, ptrs[_B].value, ptrs[_C].value, ptrs[_D].value = a, b, c, d
+        ptrs[_STREAM].value = stream
+        if self.workspace is None:  # after release_workspace()
+            self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
         args = self.args
-        self.alpha_buf[0] = alpha
-        self.beta_buf[0] = beta
-        args[_A], args[_B], args[_C], args[_D], args[_STREAM] = a, b, c, d, stream
         if algorithm is not None:
-            args[_ALGO] = algorithm.ref()
             if algorithm.workspace_size > self.workspace_size:
                 self._ensure_workspace(algorithm.workspace_size, stream)
-        elif self.workspace is None:
-            self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
+            args = list(args)
+            args[_ALGO] = algorithm.ref()
         status = self._fn(*args)
         if status:
             raise CublasLtError(status, "cublasLtMatmul")
@@ -241,9 +276,10 @@ class CudaEngine:
     def autotune(self, bind, iterations: int, prune, stream: int, log) -> list:
         """Time each algorithm (L2 flushed before each run) and return them fastest first.
 
-        ``bind()`` returns ``(a, b, c, d)`` device pointers valid for repeated runs.
+        ``bind()`` returns ``(a, b, c, d)`` device pointers valid for repeated runs (alpha and
+        beta are already in their buffers).
         """
-        a, b, c, d, alpha, beta = bind()
+        a, b, c, d = bind()
         flush_bytes = max(cuda.l2_cache_size(self.device_id), 1 << 20) * 2
         flush = allocate(flush_bytes, package=None, device_id=self.device_id, stream=stream)
         drv = cuda.driver()
@@ -255,7 +291,7 @@ class CudaEngine:
                 cuda.check(drv.cuMemsetD8Async(flush.device_ptr, 0, flush_bytes, stream),
                            "cuMemsetD8Async")
                 start, end = cuda.Event().record(stream), None
-                self.run(a, b, c, d, alpha, beta, alg, stream)
+                self.run(a, b, c, d, alg, stream)
                 end = cuda.Event().record(stream)
                 end.synchronize()
                 times.append(start.elapsed_ms(end))
@@ -267,7 +303,7 @@ class CudaEngine:
                                                for t, alg in timings))
         ordered = [alg for _, alg in timings]
         self.algorithms = ordered + [x for x in self.algorithms if x not in ordered]
-        self.args[_ALGO] = self.algorithms[0].ref()
+        self._build_args(self.algorithms[0])
         return self.algorithms
 
     # ---------------------------------------------------------------- cleanup
@@ -289,9 +325,21 @@ class CudaEngine:
         self._destroy_descriptors()
         self.release_workspace()
         self._buffers.clear()
-        if self._stager is not None:
-            self._stager.close()
-        self.args = None
+        self._stager = None  # the process-wide stager outlives the engine
+        self.args = self._ptrs = None
+        self._bound = {}
+
+
+def current_stream_getter(package: str, device_id: int, host: bool):
+    """A function returning the stream handle a run uses when no stream is given: the current
+    stream of the operands' package (device operands), resolved as far as possible now."""
+    if package == "torch" and not host:
+        raw = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return functools.partial(raw, device_id)
+    from ..._internal.streams import resolve_stream
+
+    return lambda: resolve_stream(None, package=package, device_id=device_id).ptr
 
 
 def torch_stream_ptr(device_id: int) -> int:

@@ -23,7 +23,15 @@ from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
 from ..._internal.streams import resolve_stream
 from . import _autotune_cache
 from ._algorithm import Algorithm
-from ._binding import EpilogBinding, dense_bytes, frame_constraints, perm_from_strides, staged
+from ._binding import (
+    EpilogBinding,
+    _input_name,
+    dense_bytes,
+    device_allocator,
+    frame_constraints,
+    perm_from_strides,
+    staged,
+)
 from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
 from ._layout import analyze, host_view, remember_aux_frame
 from ._options import (
@@ -57,6 +65,11 @@ def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
             raise InvalidOptionError("qualifiers is_conjugate must be False for c, got True")
         conj = [conj[i] ^ bool(q["is_conjugate"][i]) for i in range(2)]
     return conj[0], conj[1]
+
+
+def _signature(op) -> tuple:
+    """What a reset operand must share with the planned one."""
+    return (op.shape, op.strides, op.dtype, op.package, op.place, op.conj)
 
 
 def _scalar(value, default, name):
@@ -105,6 +118,19 @@ def _batched_view(arr, count):
     return v
 
 
+def _flat(arr: np.ndarray) -> np.ndarray:
+    """The bytes of a dense host array as they go to the device (any axis order)."""
+    flat = dense_bytes(arr)
+    return arr if flat is None else flat
+
+
+class _HotPath:
+    """What one CUDA run needs, resolved at plan time (see ``Matmul._build_hot_path``)."""
+
+    __slots__ = ("current_stream", "src", "c_mode", "general", "blocking", "result", "inputs",
+                 "outputs")
+
+
 class Matmul(StatefulObject):
     """A planned ``epilog(alpha * a @ b + beta * c)`` (see the package documentation).
 
@@ -147,10 +173,11 @@ class Matmul(StatefulObject):
             raise InvalidOperandError("beta must be given when c is given, got None")
         if c is None and beta is not None:
             raise InvalidOperandError(f"c must be given when beta is given (beta={beta!r})")
-        self.alpha = _scalar(alpha, 1.0, "alpha")
-        self.beta = _scalar(beta, 0.0, "beta")
-        if self._types["a"].startswith("float") and (isinstance(self.alpha, complex) or
-                                                    isinstance(self.beta, complex)):
+        self._engine = None
+        self._alpha = _scalar(alpha, 1.0, "alpha")
+        self._beta = _scalar(beta, 0.0, "beta")
+        if self._types["a"].startswith("float") and (isinstance(self._alpha, complex) or
+                                                    isinstance(self._beta, complex)):
             raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
                                       f"{self.alpha!r}, {self.beta!r}")
         self._scales = coerce_options(quantization_scales, MatmulQuantizationScales,
@@ -164,11 +191,12 @@ class Matmul(StatefulObject):
                 "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
                 f"fp8 results only), got {self._scales.d!r} for result {self._types['d']!r}")
         self._stream = stream
+        self._stream_ptr = None  # ``stream`` resolved at plan time
         self._engine = None
         self._binding = None
         self._algorithms = None
-        self._fast = None
-        self._bind_operands(ops, check=False)
+        self._hot = None  # the per-call state of the CUDA path, built by plan()
+        self._bind_operands(ops)
         self._problem = self._analyze({})  # validates shapes/layouts now
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
                        self._types["a"], self.execution_space)
@@ -184,26 +212,40 @@ class Matmul(StatefulObject):
         self._require_planned("algorithms")
         return list(self._algorithms)
 
+    @property
+    def alpha(self):
+        return self._alpha
+
+    @alpha.setter
+    def alpha(self, value) -> None:
+        self._alpha = value
+        if self._engine is not None:
+            self._engine.set_scalars(value, self._beta)
+
+    @property
+    def beta(self):
+        return self._beta
+
+    @beta.setter
+    def beta(self, value) -> None:
+        self._beta = value
+        if self._engine is not None:
+            self._engine.set_scalars(self._alpha, value)
+
     # ---------------------------------------------------------------- operands
-    def _bind_operands(self, ops, check: bool) -> None:
+    def _bind_operands(self, ops) -> None:
         """Keep the operands; host operands also get their staged (device-side) layout."""
         self._ops = ops
-        self._layout_strides = {}
-        self._staged = {}
-        for k, op in ops.items():
-            if self._host:
-                arr, strides = staged(op)
-                self._staged[k] = arr
-                self._layout_strides[k] = strides
-            else:
-                self._layout_strides[k] = op.strides
+        self._signatures = {k: _signature(op) for k, op in ops.items()}
+        self._staged = {k: staged(op) for k, op in ops.items()} if self._host else None
 
     def _analyze(self, forced):
-        ops, st = self._ops, self._layout_strides
+        ops, st = self._ops, self._staged
+        strides = {k: (st[k][1] if st is not None else op.strides) for k, op in ops.items()}
         c = ops.get("c")
-        return analyze(ops["a"].shape, st["a"], ops["b"].shape, st["b"],
+        return analyze(ops["a"].shape, strides["a"], ops["b"].shape, strides["b"],
                        c_shape=c.shape if c is not None else None,
-                       c_strides=st.get("c"), conj_a=self._conj[0], conj_b=self._conj[1],
+                       c_strides=strides.get("c"), conj_a=self._conj[0], conj_b=self._conj[1],
                        forced=forced, inplace=self.options.inplace, fp8=self._types["fp8"])
 
     def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None,
@@ -217,41 +259,55 @@ class Matmul(StatefulObject):
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, False)
 
     def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
+        new = {name: wrap_operand(x, name) for name, x in (("a", a), ("b", b), ("c", c))
+               if x is not None}
+        inputs = None
+        if epilog_inputs is not None and self._binding is not None:
+            inputs = self._binding.wrap_inputs(epilog_inputs)
+        self._rebind(new, alpha, beta, scales, inputs, stream, check)
+
+    def _rebind(self, new: dict, alpha, beta, scales, inputs, stream, check) -> None:
+        """:meth:`reset_operands` on wrapped operands (``new``: name -> Operand)."""
         self._require_valid("reset_operands")
-        if self._ops is None and (a is None or b is None):
-            raise InvalidStateError("reset_operands() after release_operands() needs a and b")
-        ops = dict(self._ops or {})
-        for name, x in (("a", a), ("b", b), ("c", c)):
-            if x is None:
-                continue
-            new = wrap_operand(x, name)
-            old = ops.get(name)
-            if check:
-                if old is None:
+        ops, sigs = self._ops, self._signatures
+        if check:
+            for name, op in new.items():
+                if name not in sigs:
                     raise InvalidOperandError(f"{name} must not be given: the Matmul was "
                                               "created without it")
-                if (new.shape, new.strides, new.dtype, new.package, new.place, new.conj) != (
-                        old.shape, old.strides, old.dtype, old.package, old.place, old.conj):
+                if _signature(op) != sigs[name]:
                     raise InvalidOperandError(
-                        f"{name} must match the planned operand ({old!r}), got {new!r}")
-            ops[name] = new
-        self._bind_operands(ops, check)
-        if alpha is not None:
+                        f"{name} must match the planned operand {sigs[name]}, got {op!r}")
+        if ops is None:
+            if len(new) != len(sigs):
+                raise InvalidStateError("reset_operands() after release_operands() needs "
+                                        f"{', '.join(sigs)}")
+            ops = new
+        else:
+            ops.update(new)
+        self._ops = ops
+        if self._host:
+            st = self._staged
+            for k, op in new.items():
+                st[k] = staged(op)
+        if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
             self.alpha = _scalar(alpha, 1.0, "alpha")
-        if beta is not None:
+        if beta is not None and (check or beta != self._beta):
             self.beta = _scalar(beta, 0.0, "beta")
         if scales is not None:
             self._scales = coerce_options(scales, MatmulQuantizationScales,
                                           "quantization_scales")
-        if epilog_inputs is not None and self._binding is not None:
-            self._binding.reset_inputs(epilog_inputs, check)
+        if inputs is not None:
+            self._binding.reset_inputs(inputs, check)
         if stream is not None:
             self._stream = stream
+            self._stream_ptr = None if self._on_cpu else self._resolve_stream(stream)
 
     def release_operands(self) -> None:
         """Drop references to the operands (``reset_operands`` binds new ones)."""
         self._ops = None
-        self._staged = {}
+        if self._host:
+            self._staged = {}
 
     # ---------------------------------------------------------------- plan
     def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None,
@@ -277,7 +333,10 @@ class Matmul(StatefulObject):
             self._algorithms = [Algorithm.cpu()]
         else:
             self._algorithms = self._plan_cuda(spec, p, prefs, algorithms)
-            self._fast = self._fast_factory()
+            self._engine.set_scalars(self._alpha, self._beta)
+            self._hot = self._build_hot_path()
+            self._stream_ptr = (None if self._stream is None else
+                                self._resolve_stream(self._stream))
         self._mark_planned()
         if self._log.isEnabledFor(20):
             self._log.info("planned %s (lt m=%d n=%d k=%d, batch %d, %s result) on %s in "
@@ -337,11 +396,10 @@ class Matmul(StatefulObject):
             self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
             return list(self._algorithms)
         s = self._resolve_stream(stream)
-        state = {}
+        state = {} if self._hot.general else None
 
         def bind():
-            out = self._prepare_cuda(s, state)
-            return out[:4] + (self.alpha, self.beta)
+            return self._bind_run(s, stream is not None, state)[:4]
 
         algos = self._engine.autotune(bind, iterations, prune, s, self._log)
         self._algorithms = algos
@@ -352,12 +410,40 @@ class Matmul(StatefulObject):
         return list(algos)
 
     # ---------------------------------------------------------------- execute
-    def _resolve_stream(self, stream) -> int:
-        stream = self._stream if stream is None else stream
-        if stream is None and self._package == "torch" and not self._host:
-            from ._cuda import torch_stream_ptr
+    def _build_hot_path(self) -> _HotPath:
+        """Resolve at plan time everything a CUDA run needs besides the current pointers."""
+        from ._binding import _A
+        from ._cuda import current_stream_getter
 
-            return torch_stream_ptr(self._device_id)
+        p, t, bind, dev = self._problem, self._types, self._binding, self._device_id
+        hot = _HotPath()
+        hot.current_stream = current_stream_getter(self._package, dev, self._host)
+        hot.src = ("b", "a") if p.swap else ("a", "b")
+        hot.c_mode = 1 if p.c is not None else (2 if t["c_layout"] != t["d"] else 0)
+        hot.general = self._host or p.c_broadcast or t["fp8"]
+        hot.blocking = self.options.blocking is True
+        hot.result = None if self.options.inplace or self._host else device_allocator(
+            self._package, p.result_shape, t["d"], p.result_perm, dev)
+        hot.inputs = tuple((k, _A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER)
+                           for k in bind.inputs)
+        outputs = []
+        for user, ltname, shape, strides, dtype in bind.outputs:
+            perm = perm_from_strides(shape, strides)
+            attr = _A.EPILOGUE_AUX_POINTER if ltname.endswith("_aux") else _A.BIAS_POINTER
+            # frames are remembered only where a backward pass could not tell them apart
+            remember = shape if user in ("relu_aux", "gelu_aux") and p.user_m == p.user_n \
+                else None
+            alloc = None if self._host else device_allocator(self._package, shape, dtype, perm,
+                                                             dev)
+            outputs.append((user, ltname, attr, alloc, (shape, dtype, perm), remember))
+        hot.outputs = tuple(outputs)
+        return hot
+
+    def _resolve_stream(self, stream) -> int:
+        if stream is None:
+            if self._stream_ptr is not None:
+                return self._stream_ptr
+            return self._hot.current_stream()
         return resolve_stream(stream, package=self._package,
                               device_id=self._device_id or 0).ptr
 
@@ -371,9 +457,9 @@ class Matmul(StatefulObject):
             result, aux = self._execute_cpu()
         else:
             result, aux = self._execute_cuda(algorithm, release_workspace, stream)
-        p = self._problem
-        if p.squeeze:
-            result = _squeeze(result, p.squeeze)
+        squeeze = self._problem.squeeze
+        if squeeze:
+            result = _squeeze(result, squeeze)
         return (result, aux) if aux else result
 
     def _new_result(self, stream):
@@ -445,63 +531,111 @@ class Matmul(StatefulObject):
             if user in ("relu_aux", "gelu_aux"):
                 remember_aux_frame(op.ptr, op.shape, self._problem.swap)
 
-    def _prepare_cuda(self, s, state):
-        """Bind device pointers for one run: (a, b, c, d, result, aux)."""
-        from ._binding import _A
-
-        p, eng, ops = self._problem, self._engine, self._ops
-        src_a, src_b = ("b", "a") if p.swap else ("a", "b")
+    def _execute_cuda(self, algorithm, release_workspace, stream):
+        s = self._resolve_stream(stream)
+        hot = self._hot
+        state = {} if hot.general else None
+        a, b, c, d, res, aux = self._bind_run(s, stream is not None or
+                                              self._stream_ptr is not None, state)
+        self._engine.run(a, b, c, d, algorithm, s)
         if self._host:
-            ptr = {k: eng.upload(self._staged[k], k, s) for k in ops if k != "c" or p.c}
+            res, aux = self._collect_staged(res, d, aux, state, s)
+        elif hot.blocking:
+            cuda.synchronize(s)
+        if state and "result_amax" in state:
+            aux = aux or {}
+            aux["result_amax"] = state["result_amax"].obj
+        if release_workspace:
+            self._engine.release_workspace()
+        return res, aux
+
+    def _bind_run(self, s, foreign, state):
+        """``(a, b, c, d, result, aux)`` of one run: device pointers in the lt frame, the
+        result, and the aux outputs; epilog and fp8 pointers are bound to the descriptor."""
+        if self._host:
+            return self._bind_staged(s, state)
+        hot, ops, eng = self._hot, self._ops, self._engine
+        if hot.result is None:  # in place
+            res, d = ops["c"].obj, ops["c"].ptr
         else:
-            ptr = {k: op.ptr for k, op in ops.items()}
-        res = self._new_result(s) if not self._host else self._new_host_result()
-        d_ptr = res.ptr if not self._host else eng.device_buffer("d", 0)
-        if self._host and self.options.inplace:
-            d_ptr = ptr["c"]
-        c_ptr = ptr.get("c", d_ptr) if p.c is not None else d_ptr
-        if p.c is None and self._types["c_layout"] != self._types["d"]:
-            c_ptr = eng.workspace_ptr or 0  # beta is 0: C is not read; avoid an in-place alias
-        if p.c_broadcast:
+            res, d = hot.result(s, foreign)
+        mode = hot.c_mode
+        c = d if mode == 0 else (ops["c"].ptr if mode == 1 else eng.workspace_ptr or 0)
+        aux = None
+        if hot.outputs or hot.inputs:
+            inputs = self._binding.inputs
+            for k, attr in hot.inputs:
+                eng.set_pointer(attr, inputs[k].ptr)
+            aux = {}
+            for user, _lt, attr, alloc, _layout, remember in hot.outputs:
+                aux[user], ptr = alloc(s, foreign)
+                eng.set_pointer(attr, ptr)
+                if remember is not None:
+                    remember_aux_frame(ptr, remember, self._problem.swap)
+        if state is not None:
+            self._bind_extras(res, d, s, state)
+        x, y = hot.src
+        return ops[x].ptr, ops[y].ptr, c, d, res, aux
+
+    def _bind_staged(self, s, state):
+        """:meth:`_bind_run` for host operands: one pipelined upload of every input."""
+        p, eng, hot, bind = self._problem, self._engine, self._hot, self._binding
+        items = [(k, _flat(arr)) for k, (arr, _) in self._staged.items()
+                 if k != "c" or p.c is not None]
+        items += [("in_" + k, _flat(staged(bind.inputs[k])[0])) for k, _ in hot.inputs]
+        ptr = dict(zip([name for name, _ in items], eng.upload(items, s)))
+        res = self._new_result(0)
+        d = ptr["c"] if self.options.inplace else eng.device_buffer("d", 0)
+        mode = hot.c_mode
+        c = d if mode == 0 else (ptr["c"] if mode == 1 else eng.workspace_ptr or 0)
+        for k, attr in hot.inputs:
+            eng.set_pointer(attr, ptr["in_" + k])
+        aux = []
+        ref = self._ops["a"]
+        for user, ltname, attr, _alloc, (shape, dtype, perm), remember in hot.outputs:
+            op = empty(ref, shape, dtype, perm=perm)
+            dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize)
+            eng.set_pointer(attr, dptr)
+            aux.append((user, op, dptr))
+            if remember is not None:
+                remember_aux_frame(op.ptr, remember, p.swap)
+        self._bind_extras(res, d, s, state)
+        x, y = hot.src
+        return ptr[x], ptr[y], c, d, res, aux
+
+    def _collect_staged(self, res, d, aux, state, s):
+        """Download the result, aux outputs and amax of a run on host operands."""
+        self._download(res, d, s)
+        out = {}
+        for user, op, dptr in aux:
+            self._download(op, dptr, s)
+            out[user] = op.obj
+        if "result_amax" in state:
+            self._download(state["result_amax"], state["amax_ptr"], s)
+        return res.obj, out
+
+    def _bind_extras(self, res, d_ptr, s, state) -> None:
+        if self._problem.c_broadcast:
             self._materialize_c(res, d_ptr, s)
-        aux = {}
-        bind = self._binding
-        if bind.has_pointers:
-            for k, op in bind.inputs.items():
-                dptr = eng.upload(staged(op)[0], "in_" + k, s) if self._host else op.ptr
-                eng.set_pointer(_A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER,
-                                dptr)
-            aux = self._new_aux(s, self._host)
-            for ltname, (_user, op) in aux.items():
-                dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize) \
-                    if self._host else op.ptr
-                state[ltname] = dptr
-                eng.set_pointer(_A.EPILOGUE_AUX_POINTER if ltname.endswith("_aux")
-                                else _A.BIAS_POINTER, dptr)
         if self._types["fp8"]:
             self._bind_fp8(state, s)
-        return ptr[src_a], ptr[src_b], c_ptr, d_ptr, res, aux
-
-    def _new_host_result(self):
-        return self._new_result(0)
 
     def _materialize_c(self, res, d_ptr, s) -> None:
         p = self._problem
         full = p.batch_shape + (p.user_m, p.user_n)
         if self._host:
             host = res.host_array()
-            np.copyto(host, np.broadcast_to(self._staged["c"], full), casting="unsafe")
-            self._engine._stager.upload(host if dense_bytes(host) is None else
-                                        dense_bytes(host), d_ptr, s)
+            np.copyto(host, np.broadcast_to(self._staged["c"][0], full), casting="unsafe")
+            self._engine.upload([("d", _flat(host))], s)
             return
         mod = sys.modules[self._package]
         c = self._ops["c"].obj
         if self._package == "torch":
             with mod.cuda.stream(mod.cuda.ExternalStream(s)):
-                res.obj.copy_(c.expand(full))
+                res.copy_(c.expand(full))
         else:
             with mod.cuda.ExternalStream(s):
-                res.obj[...] = mod.broadcast_to(c, full)
+                res[...] = mod.broadcast_to(c, full)
 
     def _bind_fp8(self, state, s) -> None:
         from ._binding import _A
@@ -514,7 +648,7 @@ class Matmul(StatefulObject):
                 continue
             if isinstance(v, int | float | np.number):
                 host = np.array([v], np.float32)
-                eng.set_pointer(attr, eng.upload(host, "scale_" + name, s))
+                eng.set_pointer(attr, eng.upload([("scale_" + name, host)], s)[0])
             else:
                 eng.set_pointer(attr, wrap_operand(v, f"quantization_scales.{name}").ptr)
         if self.options.result_amax:
@@ -524,56 +658,6 @@ class Matmul(StatefulObject):
             ptr = eng.device_buffer("amax", 4) if self._host else amax.ptr
             state["amax_ptr"] = ptr
             eng.set_pointer(_A.AMAX_D_POINTER, ptr)
-
-    def _fast_factory(self):
-        """A pre-built result allocator for the common case (torch device operands, no
-        epilog pointers, no c broadcast, not in place), else ``None``."""
-        p, bind = self._problem, self._binding
-        if (self._host or self._package != "torch" or bind.has_pointers or self._types["fp8"]
-                or p.c_broadcast or self.options.inplace):
-            return None
-        torch = sys.modules["torch"]
-        perm = p.result_perm
-        alloc_shape = tuple(p.result_shape[i] for i in perm)
-        inv = tuple(perm.index(i) for i in range(len(perm)))
-        kw = {"dtype": getattr(torch, self._types["d"]), "device": f"cuda:{self._device_id}"}
-        empty_ = torch.empty
-        if inv == tuple(range(len(inv))):
-            return lambda: empty_(alloc_shape, **kw)
-        return lambda: empty_(alloc_shape, **kw).permute(inv)
-
-    def _execute_cuda(self, algorithm, release_workspace, stream):
-        s = self._resolve_stream(stream)
-        fast = self._fast
-        if fast is not None and not release_workspace and self.options.blocking != True:  # noqa: E712
-            ops, p = self._ops, self._problem
-            res = fast()
-            d = res.data_ptr()
-            a, b = (ops["b"].ptr, ops["a"].ptr) if p.swap else (ops["a"].ptr, ops["b"].ptr)
-            c = ops["c"].ptr if p.c is not None else d
-            self._engine.run(a, b, c, d, self.alpha, self.beta, algorithm, s)
-            return res, None
-        state = {}
-        a, b, c, d, res, aux = self._prepare_cuda(s, state)
-        self._engine.run(a, b, c, d, self.alpha, self.beta, algorithm, s)
-        out = {}
-        if self._host:
-            self._download(res, d, s)
-            for ltname, (user, op) in aux.items():
-                self._download(op, state[ltname], s)
-                out[user] = op.obj
-            if "result_amax" in state:
-                self._download(state["result_amax"], state["amax_ptr"], s)
-        else:
-            out = {user: op.obj for user, op in aux.values()}
-            if self.options.blocking is True:
-                cuda.synchronize(s)
-        if "result_amax" in state:
-            out["result_amax"] = state["result_amax"].obj
-        if release_workspace:
-            self._engine.release_workspace()
-        self._remember_aux(aux)
-        return res.obj, out
 
     def _download(self, op, ptr, s) -> None:
         host = op.host_array()
@@ -594,25 +678,28 @@ class Matmul(StatefulObject):
         self._staged = {}
 
 
-def _spec_key(a, b, c, beta, epilog, epilog_inputs, qualifiers, scales, options, preferences,
-              execution, algorithm, stream):
-    def op_key(x):
-        if x is None:
-            return None
-        mod = type(x).__module__.split(".", 1)[0]
-        if mod == "torch":
-            return ("torch", x.shape, x.stride(), x.dtype, x.device, x.is_conj())
-        if isinstance(x, np.ndarray):
-            return ("numpy", x.shape, x.strides, x.dtype.str, x.dtype.name)
-        op = wrap_operand(x, "operand")
-        return (op.package, op.shape, op.strides, op.dtype, op.place)
+def _freeze(value):
+    """A hashable stand-in for an option value (dataclasses and dicts by content)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, dict):
+        return (dict, tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        return (type(value), tuple(_freeze(getattr(value, f)) for f in fields))
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), repr(value))
+    return value
 
-    ein = tuple(sorted((k, op_key(v)) for k, v in (epilog_inputs or {}).items()))
-    q = None if qualifiers is None else np.asarray(qualifiers).tobytes()
-    return (op_key(a), op_key(b), op_key(c), beta is None, str(epilog), ein, q,
-            repr(scales) if scales is not None and not isinstance(scales, dict) else
-            repr(sorted((scales or {}).items())), repr(options), repr(preferences),
-            repr(execution), repr(algorithm))
+
+def _op_key(op) -> tuple | None:
+    if op is None:
+        return None
+    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
 
 
 def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None,
@@ -623,13 +710,24 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     Returns the result, or ``(result, aux)`` for epilogs/options with auxiliary outputs.
     See :class:`Matmul` for the parameters; ``algorithm`` picks one :class:`Algorithm`.
     """
+    ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
+    if c is not None:
+        ops["c"] = wrap_operand(c, "c")
+    inputs = None
+    if epilog_inputs:
+        inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
+    key = (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops.get("c")), beta is None,
+           _freeze(epilog),
+           None if inputs is None else tuple(sorted((k, _op_key(v)) for k, v in inputs.items())),
+           None if qualifiers is None else _freeze(np.asarray(qualifiers)),
+           None if quantization_scales is None else _freeze(quantization_scales),
+           None if options is None else _freeze(options),
+           None if preferences is None else _freeze(preferences),
+           None if execution is None else _freeze(execution), algorithm)
     try:
-        key = _spec_key(a, b, c, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-                        options, preferences, execution, algorithm, stream)
-        hash(key)
-    except TypeError:
-        key = None
-    mm = plan_cache.pop(key) if key is not None else None
+        mm = plan_cache.pop(key)
+    except TypeError:  # something unhashable: no caching
+        key = mm = None
     if mm is None:
         mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
                     quantization_scales=quantization_scales, options=options,
@@ -637,9 +735,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
                 algorithms=[algorithm] if algorithm is not None else None)
     else:
-        mm.reset_operands_unchecked(a, b, c, alpha=alpha if alpha is not None else 1.0,
-                                    beta=beta, quantization_scales=quantization_scales,
-                                    epilog_inputs=epilog_inputs, stream=stream)
+        mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
+                   stream, False)
     try:
         return mm.execute(stream=stream)
     finally:

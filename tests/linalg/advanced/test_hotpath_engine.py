@@ -1,0 +1,461 @@
+"""Hot-path behaviour of the cuBLASLt backend, on the CPU with every native call stubbed.
+
+:class:`FakeGPU` replaces cuBLASLt, the CUDA runtime helpers and torch's CUDA side with
+recording stand-ins: device "tensors" are fake ``torch`` objects that only carry pointers, so
+these tests check what the engine *calls* (descriptor setters, cache hits, pointers passed to
+``cublasLtMatmul``), not numbers. ``benchmarks``-style timing of the same stubs lives in
+``python tests/linalg/advanced/test_hotpath_engine.py`` (prints µs/call; asserts nothing).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from cuweave._bindings import cublaslt as lt
+from cuweave._internal import cuda, staging
+from cuweave.linalg.advanced import Matmul, _cuda, matmul
+from cuweave.linalg.advanced.matmul import plan_cache
+
+
+# ---------------------------------------------------------------- fake torch (CUDA side only)
+class _DType:
+    def __init__(self, name):
+        self._name = name
+
+    def __str__(self):
+        return f"torch.{self._name}"
+
+    __repr__ = __str__
+
+
+def _c_strides(shape):
+    acc, out = 1, []
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+class FakeTensor:
+    """A CUDA tensor as far as cuweave looks at one (pointer, shape, strides, dtype)."""
+
+    def __init__(self, shape, dtype, ptr, strides=None):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self._ptr = ptr
+        self._strides = tuple(strides) if strides is not None else _c_strides(self.shape)
+        self.is_cuda = True
+        self.device = "cuda:0"
+
+    def data_ptr(self):
+        return self._ptr
+
+    def stride(self):
+        return self._strides
+
+    def get_device(self):
+        return 0
+
+    def is_conj(self):
+        return False
+
+    def permute(self, inv):
+        return FakeTensor([self.shape[i] for i in inv], self.dtype, self._ptr,
+                          [self._strides[i] for i in inv])
+
+    def t(self):
+        return self.permute((1, 0))
+
+    def record_stream(self, s):
+        pass
+
+
+FakeTensor.__module__ = "torch"
+
+
+def _fake_torch():
+    mod = types.ModuleType("torch")
+    mod.__path__ = []
+    counter = itertools.count(1)
+    for name in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+                 "uint8"):
+        setattr(mod, name, _DType(name))
+
+    def empty(shape, dtype=None, device=None):
+        return FakeTensor(shape, dtype, 0x7F0000000000 + next(counter) * 0x100000)
+
+    mod.empty = empty
+    mod.allocations = counter
+    mod._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0)
+    stream = types.SimpleNamespace(cuda_stream=0)
+    mod.cuda = types.SimpleNamespace(current_stream=lambda dev=None: stream,
+                                     ExternalStream=lambda s, device=None: stream)
+    mod.device = lambda kind, index=None: f"{kind}:{index}"
+    return mod
+
+
+# ---------------------------------------------------------------- native stubs
+class _Mem:
+    def __init__(self, ptr, size):
+        self.device_ptr, self.size = ptr, size
+
+    def free(self):
+        pass
+
+
+class FakeGPU:
+    """Installs the stubs (``install(monkeypatch)``); records cuBLASLt calls.
+
+    ``matmul_calls`` holds the integer arguments of each ``cublasLtMatmul`` call;
+    ``set_calls`` each ``matmul_desc_set_attribute(desc, attr, value)``.
+    ``memory`` maps fake device/pinned addresses to host buffers, so the staging code's
+    ``cuda.memcpy_async`` is a plain ``ctypes.memmove`` between real host memory.
+    """
+
+    def __init__(self, native_fn=None):
+        self.matmul_calls = []
+        self.set_calls = []
+        self.on_matmul = None  # optional hook(args) run when a matmul "executes"
+        self.torch = _fake_torch()
+        self._native_fn = native_fn
+        self._keep = []
+        self._queue = []  # copies queued on the (single, in-order) fake stream
+        self._done = 0  # how many of them have run
+        gpu = self
+
+        class Event:
+            def __init__(self, timing=True):
+                self.upto = 0
+
+            def record(self, stream=0):
+                self.upto = len(gpu._queue)
+                return self
+
+            def synchronize(self):
+                gpu._run_until(self.upto)
+
+        self.Event = Event
+
+    def _memcpy_async(self, dst, src, nbytes, stream):
+        self._queue.append((dst, src, nbytes))
+
+    def _run_until(self, upto):
+        """Run the queued copies (DMA is deferred until someone waits, like a busy GPU)."""
+        while self._done < upto:
+            dst, src, n = self._queue[self._done]
+            ctypes.memmove(dst, src, n)
+            self._done += 1
+
+    def _host_alloc(self, nbytes):
+        buf = ctypes.create_string_buffer(max(int(nbytes), 1))
+        self._keep.append(buf)
+        return ctypes.addressof(buf)
+
+    def _alloc(self, nbytes, **_):
+        return _Mem(self._host_alloc(nbytes), nbytes)
+
+    def _matmul_fn(self):
+        if self._native_fn is not None:
+            return self._native_fn
+
+        def fn(*args):
+            self._run_until(len(self._queue))  # the kernel runs after the queued uploads
+            args = tuple(_as_int(a) for a in args)
+            self.matmul_calls.append(args)
+            if self.on_matmul is not None:
+                self.on_matmul(args)
+            return 0
+
+        return fn
+
+    def install(self, mp) -> FakeGPU:
+        handles = itertools.count(0x1000, 0x10)
+        mp.setitem(sys.modules, "torch", self.torch)
+        for name in ("create", "matmul_desc_create", "matrix_layout_create",
+                     "preference_create"):
+            mp.setattr(lt, name, lambda *a, **k: next(handles))
+        for name in ("matrix_layout_set_attribute", "matrix_layout_destroy",
+                     "matmul_desc_destroy", "preference_set_attribute", "preference_destroy"):
+            mp.setattr(lt, name, lambda *a, **k: None)
+        mp.setattr(lt, "matmul_desc_set_attribute",
+                   lambda desc, attr, value: self.set_calls.append(
+                       (desc, int(attr), _as_int(value))))
+        mp.setattr(lt, "get_version", lambda: 130100)
+
+        def heuristic(*a, **k):
+            r = lt.HeuristicResult()
+            r.workspaceSize = 1024
+            return [r]
+
+        mp.setattr(lt, "algo_get_heuristic", heuristic)
+        mp.setattr(_cuda, "_raw_matmul_function", self._matmul_fn)
+        mp.setattr(_cuda, "_handles", {})
+        mp.setattr(_cuda, "allocate", self._alloc)
+        for name, fn in (("set_device", lambda *a: None), ("total_memory", lambda d: 1 << 34),
+                         ("is_available", lambda: True), ("require", lambda *a: None),
+                         ("synchronize", lambda s: self._run_until(len(self._queue))),
+                         ("host_alloc", self._host_alloc), ("host_free", lambda p: None),
+                         ("Event", self.Event), ("memcpy_async", self._memcpy_async)):
+            mp.setattr(cuda, name, fn)
+        mp.setattr(staging, "_SHARED", [])  # a stager over these fake pinned buffers
+        plan_cache.clear()
+        mp.setattr(plan_cache, "hits", 0)
+        mp.setattr(plan_cache, "misses", 0)
+        return self
+
+    def tensor(self, *shape, dtype="float32", order="C"):
+        t = self.torch.empty(shape if order == "C" else shape[::-1],
+                             dtype=getattr(self.torch, dtype))
+        return t if order == "C" else t.t()
+
+
+def _as_int(v):
+    if isinstance(v, ctypes.c_void_p):
+        return v.value or 0
+    if isinstance(v, ctypes._SimpleCData):
+        return v.value
+    return v
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    fake = FakeGPU().install(monkeypatch)
+    yield fake
+    plan_cache.clear()
+
+
+def _ptr_sets(gpu, attr):
+    return [v for _, a, v in gpu.set_calls if a == int(attr)]
+
+
+# ---------------------------------------------------------------- tests
+def test_planned_execute_passes_current_pointers(gpu):
+    a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    d1 = mm.execute()
+    a2 = gpu.tensor(64, 32)
+    mm.reset_operands(a=a2)
+    d2 = mm.execute()
+    assert d1.data_ptr() != d2.data_ptr()
+    (c1, c2) = gpu.matmul_calls
+    # row-major result: lt A is the user's b, lt B the user's a (swap); C and D are the result
+    assert (c1[3], c1[5], c1[8], c1[10]) == (b.data_ptr(), a.data_ptr(), d1.data_ptr(),
+                                             d1.data_ptr())
+    assert (c2[3], c2[5], c2[10]) == (b.data_ptr(), a2.data_ptr(), d2.data_ptr())
+    assert d2.shape == (64, 16)
+    mm.free()
+
+
+def test_alpha_beta_are_written_on_reset_only(gpu):
+    a, b, c = gpu.tensor(8, 8), gpu.tensor(8, 8), gpu.tensor(8, 8)
+    mm = Matmul(a, b, c, alpha=2.0, beta=0.5)
+    mm.plan()
+    mm.execute()
+    eng = mm._engine
+    assert (eng.alpha_buf[0], eng.beta_buf[0]) == (2.0, 0.5)
+    mm.reset_operands(alpha=3.0)
+    mm.execute()
+    assert (eng.alpha_buf[0], eng.beta_buf[0]) == (3.0, 0.5)
+    mm.alpha = 4.0  # the public attribute stays authoritative
+    mm.execute()
+    assert eng.alpha_buf[0] == 4.0
+    mm.free()
+
+
+def test_same_bias_pointer_is_not_rebound(gpu):
+    a, b, bias = gpu.tensor(64, 32), gpu.tensor(32, 48), gpu.tensor(64)
+    mm = Matmul(a, b)
+    mm.plan(epilog="RELU_BIAS", epilog_inputs={"bias": bias})
+    gpu.set_calls.clear()
+    for _ in range(3):
+        mm.execute()
+    assert _ptr_sets(gpu, lt.MatmulDescAttribute.BIAS_POINTER) == []
+    bias2 = gpu.tensor(64)
+    mm.reset_operands(epilog_inputs={"bias": bias2})
+    mm.execute()
+    mm.execute()
+    assert _ptr_sets(gpu, lt.MatmulDescAttribute.BIAS_POINTER) == [bias2.data_ptr()]
+    mm.free()
+
+
+def test_aux_output_pointer_follows_each_result(gpu):
+    a, b = gpu.tensor(64, 32, order="F"), gpu.tensor(32, 48, order="F")
+    mm = Matmul(a, b)
+    mm.plan(epilog="RELU_AUX")
+    gpu.set_calls.clear()
+    _, aux1 = mm.execute()
+    _, aux2 = mm.execute()
+    sets = _ptr_sets(gpu, lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER)
+    assert sets == [aux1["relu_aux"].data_ptr(), aux2["relu_aux"].data_ptr()]
+    mm.free()
+
+
+def test_function_form_hits_the_plan_cache(gpu):
+    a, b = gpu.tensor(32, 32), gpu.tensor(32, 32)
+    matmul(a, b)
+    matmul(gpu.tensor(32, 32), gpu.tensor(32, 32))
+    assert (plan_cache.misses, plan_cache.hits) == (1, 1)
+    matmul(a, b, options={"sm_count_target": 4})
+    matmul(a, b, options={"sm_count_target": 4})
+    assert (plan_cache.misses, plan_cache.hits) == (2, 2)
+    matmul(a, gpu.tensor(32, 32, order="F"))  # another layout: another plan
+    bias = gpu.tensor(32)
+    matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": bias})
+    matmul(a, b, epilog="RELU_BIAS", epilog_inputs={"bias": gpu.tensor(32)})
+    assert (plan_cache.misses, plan_cache.hits) == (4, 3)
+    assert len(gpu.matmul_calls) == 7
+
+
+def test_function_form_rebinds_new_pointers(gpu):
+    a, b = gpu.tensor(16, 8), gpu.tensor(8, 24)
+    matmul(a, b, epilog="BIAS", epilog_inputs={"bias": gpu.tensor(16)})
+    bias = gpu.tensor(16)
+    a2 = gpu.tensor(16, 8)
+    d = matmul(a2, b, epilog="BIAS", epilog_inputs={"bias": bias})
+    last = gpu.matmul_calls[-1]
+    # a bias along M needs a column-major result: lt A is the user's a
+    assert (last[3], last[5], last[10]) == (a2.data_ptr(), b.data_ptr(), d.data_ptr())
+    assert d.stride() == (1, 16)
+    assert _ptr_sets(gpu, lt.MatmulDescAttribute.BIAS_POINTER)[-1] == bias.data_ptr()
+
+
+def test_options_object_mutation_is_a_new_plan(gpu):
+    from cuweave.linalg.advanced import MatmulOptions
+
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    opts = MatmulOptions(sm_count_target=2)
+    matmul(a, b, options=opts)
+    opts.sm_count_target = 3
+    matmul(a, b, options=opts)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 0)
+
+
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize(("sizes", "chunk", "capacity"), [
+    ((1, 1000), 256, 1 << 20),  # everything fits: no waiting
+    ((5000, 3001, 17), 512, 1024),  # the ring wraps many times inside one upload_many
+    ((0, 4096), 4096, 4096),
+])
+def test_stager_round_trip_through_a_small_ring(gpu, monkeypatch, threads, sizes, chunk,
+                                                capacity):
+    monkeypatch.setattr(staging, "_THREAD_MIN", 0)
+    rng = np.random.default_rng(len(sizes) + chunk)
+    srcs = [rng.integers(0, 256, n, dtype=np.uint8) for n in sizes]
+    devs = [gpu._host_alloc(n) for n in sizes]
+    st = staging.Stager(chunk=chunk, capacity=capacity, threads=threads)
+    st.upload_many(list(zip(srcs, devs)), 0)
+    outs = [np.full(n, 7, np.uint8) for n in sizes]
+    for dev, out in zip(devs, outs):
+        st.download(dev, out, 0)
+    st.close()
+    for src, out in zip(srcs, outs):
+        assert np.array_equal(src, out)
+
+
+def test_stager_keeps_memory_order_of_dense_arrays(gpu):
+    x = np.asfortranarray(np.arange(24.0).reshape(4, 6))
+    dev = gpu._host_alloc(x.nbytes)
+    st = staging.Stager(chunk=40, capacity=64)
+    st.upload(x, dev, 0)
+    out = np.empty((4, 6), order="F")
+    st.download(dev, out, 0)
+    strided = np.empty((8, 6))[::2]
+    st.download(dev, strided, 0)  # a non-dense destination goes through a temporary
+    st.close()
+    assert np.array_equal(out, x)
+    assert np.array_equal(strided, np.frombuffer(x.tobytes(order="F")).reshape(4, 6))
+
+
+@pytest.mark.parametrize("epilog", [None, "RELU_AUX_BIAS"])
+def test_host_operands_are_uploaded_and_results_downloaded(gpu, monkeypatch, epilog):
+    monkeypatch.setattr(staging, "_THREAD_MIN", 0)
+    monkeypatch.setattr(staging, "_SHARED", [staging.Stager(chunk=1000, capacity=4096)])
+    m, k, n = 40, 24, 56
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    bias = rng.standard_normal(m, dtype=np.float32) if epilog else None
+    seen = {}
+    pattern = np.arange(m * n, dtype=np.float32)
+
+    def kernel(args):  # snapshot what the device holds; write a recognizable result
+        x, y = (b, a) if mm._problem.swap else (a, b)
+        seen["a"] = ctypes.string_at(args[3], x.nbytes)
+        seen["b"] = ctypes.string_at(args[5], y.nbytes)
+        ctypes.memmove(args[10], pattern.ctypes.data, pattern.nbytes)
+
+    gpu.on_matmul = kernel
+    mm = Matmul(a, b)
+    kw = {"epilog": epilog, "epilog_inputs": {"bias": bias}} if epilog else {}
+    mm.plan(**kw)
+    for _ in range(2):
+        out = mm.execute()
+        d, aux = out if epilog else (out, None)
+        swap = mm._problem.swap
+        assert seen["a"] == (b if swap else a).tobytes()
+        assert seen["b"] == (a if swap else b).tobytes()
+        flat = d.reshape(-1, order="C" if swap else "F")
+        assert np.array_equal(flat, pattern)
+        if epilog:
+            assert set(aux) == {"relu_aux"}
+    mm.free()
+
+
+# ---------------------------------------------------------------- profiling (not a test)
+def _profile(calls: int = 20000) -> None:  # pragma: no cover - manual tool
+    import cProfile
+    import pstats
+    import timeit
+
+    lib = ctypes.CDLL(None)
+    noop = lib["labs"]  # ignores the extra arguments (caller-cleaned C ABI)
+    noop.restype = ctypes.c_int
+    mp = pytest.MonkeyPatch()
+    gpu = FakeGPU(native_fn=noop).install(mp)
+    mp.setattr(lt, "create", lambda: 0)  # labs(handle) is the status: 0
+    try:
+        a, b, bias = gpu.tensor(64, 64), gpu.tensor(64, 64), gpu.tensor(64)
+        mm = Matmul(a, b)
+        mm.plan()
+        mb = Matmul(a, b)
+        mb.plan(epilog="RELU_BIAS", epilog_inputs={"bias": bias})
+        mx = Matmul(a, b)
+        mx.plan(epilog="RELU_AUX_BIAS", epilog_inputs={"bias": bias})
+        declared = lib["labs"]  # the benchmark's floor: declared argtypes, Python ints
+        declared.restype = ctypes.c_int
+        declared.argtypes = [ctypes.c_void_p] * 14 + [ctypes.c_size_t, ctypes.c_void_p]
+        floor_args = (0, *range(1, 12), ctypes.byref(lt.MatmulAlgo()), 13, 14, 0)
+        cases = {
+            "raw ctypes floor": lambda: declared(*floor_args),
+            "execute": mm.execute,
+            "execute RELU_BIAS": mb.execute,
+            "execute RELU_AUX_BIAS": mx.execute,
+            "reset_operands_unchecked(a, b)": lambda: mm.reset_operands_unchecked(a, b),
+            "matmul(a, b)": lambda: matmul(a, b),
+            "matmul(a, b, RELU_BIAS)": lambda: matmul(a, b, epilog="RELU_BIAS",
+                                                      epilog_inputs={"bias": bias}),
+        }
+        for name, fn in cases.items():
+            best = min(timeit.repeat(fn, number=calls, repeat=5)) / calls
+            print(f"{name:34s} {best * 1e6:7.2f} us/call")
+        if "-v" in sys.argv:
+            for name in ("execute RELU_BIAS", "matmul(a, b)"):
+                prof = cProfile.Profile()
+                prof.runcall(lambda fn=cases[name]: [fn() for _ in range(calls)])
+                pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+    finally:
+        for m in (mm, mb, mx):
+            m.free()
+        plan_cache.clear()
+        mp.undo()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _profile()
