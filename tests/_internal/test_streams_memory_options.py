@@ -186,17 +186,34 @@ def test_plan_cache_lru_and_workspace_bound():
         def free(self):
             freed.append(self.n)
 
-    c = PlanCache(maxsize=3, max_workspace_bytes=100)
-    c.put("a", Obj(1), 10)
-    c.put("b", Obj(2), 10)
-    c.put("c", Obj(3), 10)
+    c = PlanCache(maxsize=2, max_workspace_bytes=100)
+    c.put("a", Obj(1), 10)  # front slot
+    c.put("b", Obj(2), 10)  # LRU
+    c.put("c", Obj(3), 10)  # LRU
+    assert len(c) == 3 and freed == []
     assert c.pop("a").n == 1  # exclusive: a second pop misses
     assert c.pop("a") is None
-    c.put("a", Obj(1), 10)
-    c.put("d", Obj(4), 10)  # evicts the LRU: "b"
+    c.put("a", Obj(1), 10)  # back into the empty front slot
+    c.put("d", Obj(4), 10)  # LRU over maxsize: evicts the least recent, "b"
     assert freed == [2]
-    c.put("e", Obj(5), 95)  # over the byte bound: evicts until it fits
-    assert c.pop("c") is None and len(c) == 1
-    assert (c.hits, c.misses) == (1, 2)
+    assert c.pop("c").n == 3  # then demotes "a" from the slot to the LRU: "d", "a" remain
+    assert freed == [2]
+    c.put("c", Obj(3), 10)  # front slot
+    c.put("e", Obj(5), 95)  # over the byte bound: evicts "d" then "a" until it fits
+    assert sorted(freed) == [1, 2, 4] and len(c) == 2
+    assert c.pop("a") is None  # a miss still demotes "c": "e" + "c" exceed the bound
+    assert sorted(freed) == [1, 2, 4, 5] and len(c) == 1
+    assert (c.hits, c.misses) == (2, 2)
     c.clear()
-    assert sorted(freed) == [1, 2, 3, 4, 5]
+    assert sorted(freed) == [1, 2, 3, 4, 5] and len(c) == 0
+
+
+def test_plan_cache_front_slot_hit_without_lock():
+    c = PlanCache(maxsize=4)
+    obj = object.__new__(type("O", (), {"free": lambda self: None}))
+    c.put("k", obj)
+    c._lock = None  # a front-slot hit and return never touch the LRU lock
+    for _ in range(3):
+        assert c.pop("k") is obj
+        c.put("k", obj)
+    assert c.hits == 3

@@ -10,8 +10,8 @@ import pytest
 
 import cuweave.fft as F
 from cuweave._bindings import cufft
+from cuweave._internal.cache import PlanCache
 from cuweave._internal.errors import CufftError, InvalidStateError
-from cuweave.fft.fft import _FunctionFormCache
 
 from ._cuda_stub import fake_cuda
 
@@ -160,7 +160,7 @@ class _Obj:
 
 
 def test_function_form_cache_front_slot():
-    c = _FunctionFormCache(maxsize=2)
+    c = PlanCache(maxsize=2)
     a, b = _Obj(), _Obj()
     c.put("a", a, 10)
     assert len(c) == 1 and c.pop("a") is a and c.hits == 1 and len(c) == 0

@@ -463,66 +463,8 @@ def _scale_in_place(obj, scale, s, spec) -> None:
 
 
 # ---- function forms ---------------------------------------------------------------------------
-class _FunctionFormCache(PlanCache):
-    """The function forms' :class:`PlanCache` with a one-entry front slot.
-
-    The plan used last goes back to the slot instead of the LRU, so a loop calling one
-    transform takes and returns it with two list operations (atomic under the GIL) instead of
-    two locked LRU updates. A plan in the slot counts in ``len`` and ``hits``, is found by
-    :meth:`pop` and freed by :meth:`clear`; a call with another key demotes it to the LRU (so at
-    most ``maxsize + 1`` plans are kept, the slot's workspace outside the byte bound).
-    """
-
-    def __init__(self, maxsize: int = 64, max_workspace_bytes: int = 1 << 30):
-        super().__init__(maxsize=maxsize, max_workspace_bytes=max_workspace_bytes)
-        self._front = []  # [] or [(key, obj, workspace_bytes)]
-
-    def pop(self, key):
-        front = self._front
-        if front:
-            try:
-                k, obj, nbytes = front.pop()
-            except IndexError:  # another thread took it first
-                pass
-            else:
-                if k == key:
-                    self.hits += 1
-                    return obj
-                super().put(k, obj, nbytes)
-        return super().pop(key)
-
-    def put(self, key, obj, workspace_bytes: int = 0) -> None:
-        front = self._front
-        if front:
-            super().put(key, obj, workspace_bytes)
-            return
-        front.append((key, obj, workspace_bytes))
-        while len(front) > 1:  # another thread's put raced this one: keep the slot single
-            try:
-                entry = front.pop(0)
-            except IndexError:
-                break
-            super().put(*entry)
-
-    def clear(self) -> None:
-        front = self._front
-        while front:
-            try:
-                _, obj, _ = front.pop()
-            except IndexError:
-                break
-            try:
-                obj.free()
-            except Exception:
-                pass
-        super().clear()
-
-    def __len__(self) -> int:
-        return super().__len__() + len(self._front)
-
-
 #: Planned FFT objects of the function forms, keyed by spec key + direction + norm.
-plan_cache = _FunctionFormCache(maxsize=64, max_workspace_bytes=1 << 30)
+plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
 _TYPED_OPTIONS = {t: FFTOptions(fft_type=t) for t in ("C2C", "R2C", "C2R")}
 
 

@@ -359,4 +359,4 @@ def test_demo_runs_on_this_machine(capsys):
 
     assert _demo.main(["--size", "64"]) == 0
     out = capsys.readouterr().out
-    assert "[7/7]" in out and "demo OK" in out
+    assert "[8/8]" in out and "demo OK" in out
