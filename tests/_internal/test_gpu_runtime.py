@@ -81,8 +81,8 @@ def test_cuda_core_stream_and_default_pool():
     s = dev.create_stream()
     assert resolve_stream(s).ptr == int(s.handle)
     p = memory.allocate(4096, package=None, device_id=0, stream=int(s.handle))
-    cuda.memcpy_async(p.device_ptr, np.arange(512, dtype=np.float64).ctypes.data, 4096,
-                      int(s.handle))
+    src = np.arange(512, dtype=np.float64)  # must outlive the asynchronous copy
+    cuda.memcpy_async(p.device_ptr, src.ctypes.data, 4096, int(s.handle))
     cuda.synchronize(int(s.handle))
     out = np.zeros(512)
     cuda.memcpy(out.ctypes.data, p.device_ptr, 4096)
