@@ -372,8 +372,10 @@ def test_threaded_epilog_pass(monkeypatch, epilog, d_order):
     """Small blocks spread over 3 workers: same results (incl. bgrad partial sums)."""
     import cuweave.linalg.advanced._cpu as cpu
 
-    monkeypatch.setattr(cpu, "PARALLEL_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(cpu, "BLOCK_ELEMENTS", 64)
+    for knob in ("PARALLEL_MIN_ELEMENTS", "PARALLEL_MIN_ELEMENTS_LIGHT"):
+        monkeypatch.setattr(cpu, knob, 0)
+    for knob in ("BLOCK_ELEMENTS", "BLOCK_ELEMENTS_LIGHT"):
+        monkeypatch.setattr(cpu, knob, 64)
     rng = np.random.default_rng(14)
     m, n, batch = 45, 30, 2
     spec = EPILOGS[MatmulEpilog[epilog]]

@@ -87,7 +87,8 @@ def _fake_torch():
                  "uint8"):
         setattr(mod, name, _DType(name))
 
-    def empty(shape, dtype=None, device=None):
+    def empty(*size, dtype=None, device=None):  # torch.empty(2, 3) and torch.empty((2, 3))
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple | list) else size
         return FakeTensor(shape, dtype, 0x7F0000000000 + next(counter) * 0x100000)
 
     mod.empty = empty

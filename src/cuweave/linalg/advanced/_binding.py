@@ -27,19 +27,25 @@ def lt_epilog(spec, swap: bool):
     return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec
 
 
-def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
-    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
-    if arr.size == 0:
-        return np.empty(0, np.uint8)
-    strides = [s for s, n in zip(arr.strides, arr.shape) if n > 1]
-    if any(s < 0 for s in strides):
-        return None
+def is_dense(arr: np.ndarray) -> bool:
+    """Whether ``arr``'s elements fill its memory exactly, in any axis order."""
+    if arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return True
     dims = sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n > 1)
     expect = arr.itemsize
     for s, n in dims:
         if s != expect:
-            return None
+            return False
         expect *= n
+    return True
+
+
+def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
+    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
+    if arr.size == 0:
+        return np.empty(0, np.uint8)
+    if not is_dense(arr):
+        return None
     buf = (ctypes.c_uint8 * arr.nbytes).from_address(arr.ctypes.data)
     return np.frombuffer(buf, np.uint8)
 
@@ -47,7 +53,7 @@ def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
 def staged(op):
     """(host array, strides in elements) of a host operand as it will live on the device."""
     arr = op.host_array()
-    if dense_bytes(arr) is not None:
+    if arr.size == 0 or is_dense(arr):
         return arr, op.strides
     arr = np.ascontiguousarray(arr)
     return arr, tuple(s // arr.itemsize for s in arr.strides)
@@ -87,7 +93,7 @@ def device_allocator(package: str, shape, dtype: str, perm, device_id: int):
         def alloc(stream, foreign):
             if foreign:
                 return generic(stream)
-            x = new(alloc_shape, **kw)
+            x = new(*alloc_shape, **kw)  # sizes as separate ints: ~1 µs cheaper than a tuple
             return (x if same else x.permute(inv)), x.data_ptr()
 
         return alloc

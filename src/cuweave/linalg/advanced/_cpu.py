@@ -63,6 +63,12 @@ __all__ = [
 BLOCK_ELEMENTS = 1 << 15
 #: results smaller than this run the epilog on the calling thread only
 PARALLEL_MIN_ELEMENTS = 1 << 18
+#: the same two knobs for *light* epilogs (no GELU: bias, ReLU, masks, which are memory-bound
+#: and need no scratch): larger blocks mean fewer Python steps, and threads only pay off on
+#: large results, since the BLAS threads are still spinning right after the GEMM
+BLOCK_ELEMENTS_LIGHT = 1 << 17
+PARALLEL_MIN_ELEMENTS_LIGHT = 1 << 22
+_HEAVY = frozenset(["gelu", "dgelu"])
 
 _CT = ComputeType
 _F64 = frozenset([_CT.COMPUTE_64F, _CT.COMPUTE_64F_PEDANTIC])
@@ -456,11 +462,14 @@ class _EpilogState:
     def run(self, work, t, direct, num_threads=None):
         """Apply the epilog block by block (over threads when the result is large)."""
         batch, outer, inner = work.shape
-        rows = max(8, (BLOCK_ELEMENTS // max(inner, 1)) // 8 * 8)
+        heavy = self.spec.activation in _HEAVY
+        block, parallel_min = ((BLOCK_ELEMENTS, PARALLEL_MIN_ELEMENTS) if heavy else
+                               (BLOCK_ELEMENTS_LIGHT, PARALLEL_MIN_ELEMENTS_LIGHT))
+        rows = max(8, (block // max(inner, 1)) // 8 * 8)
         blocks = [_Block(b, lo, min(outer, lo + rows), t)
                   for b in range(batch) for lo in range(0, outer, rows)]
         workers = min(_epilog_workers(num_threads), len(blocks))
-        if batch * outer * inner < PARALLEL_MIN_ELEMENTS:
+        if batch * outer * inner < parallel_min:
             workers = 1
         shape = (min(rows, outer), inner)
         with np.errstate(over="ignore", under="ignore"):
