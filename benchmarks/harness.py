@@ -165,7 +165,7 @@ class Results:
         for r in self.rows:
             tgt = r.get("target")
             lines.append(f"| {r['case']} | {r['impl']} | {r['metric']} | {r['value']:.4g} | "
-                         f"{r['unit']} | {'' if tgt is None else f'≥ {tgt}'} |")
+                         f"{r['unit']} | {'' if tgt is None else f'≥ {tgt:.3g}'} |")
         return "\n".join(lines) + "\n"
 
     def _plot(self, path: str) -> str | None:
