@@ -62,6 +62,14 @@ def test_torch_lazy_conjugation_bit():
     assert not wrap_operand(t, "a").conj
 
 
+def test_torch_lazy_negation_is_resolved():
+    t = torch.randn(3, 4, dtype=torch.complex64)
+    u = t.conj().imag  # a view whose memory holds -values (torch's negative bit)
+    assert u.is_neg()
+    op = wrap_operand(u, "a")
+    assert np.array_equal(op.host_array(), -t.numpy().imag)
+
+
 def test_dlpack_only_host_producer():
     x = np.arange(12.0).reshape(3, 4)[:, ::2]
     op = wrap_operand(DLPackOnly(x), "c")
@@ -150,6 +158,40 @@ def test_dlpack_only_device_producer_and_device_array_export():
     t = torch.from_dlpack(arr)
     assert t.device.type == "cuda" and np.array_equal(t.cpu().numpy(), cp.asnumpy(x))
     assert np.array_equal(arr.copy_to_host(), cp.asnumpy(x))
+
+
+@pytest.mark.gpu
+def test_outputs_ordered_on_a_foreign_stream():
+    s = torch.cuda.Stream()
+    ref = wrap_operand(torch.zeros(1, device="cuda"), "a")
+    out = empty(ref, (256, 256), "float32", stream=s.cuda_stream)
+    with torch.cuda.stream(s):  # the block belongs to s's pool: usable there without races
+        out.obj.fill_(2.0)
+    s.synchronize()
+    assert float(out.obj.sum()) == 2.0 * 256 * 256
+    cp = pytest.importorskip("cupy")
+    cs = cp.cuda.Stream()
+    cref = wrap_operand(cp.zeros(1), "a")
+    cout = empty(cref, (64,), "float64", stream=cs.ptr)
+    assert isinstance(cout.obj, cp.ndarray)
+
+
+@pytest.mark.gpu
+def test_device_array_reports_and_orders_its_stream():
+    cp = pytest.importorskip("cupy")
+    s = torch.cuda.Stream()
+    x = cp.arange(1 << 20, dtype=cp.float32)
+    op = wrap_operand(DLPackOnly(x), "a")
+    out = empty(op, (1 << 20,), "float32", stream=s.cuda_stream)
+    arr = out.obj
+    assert arr.__cuda_array_interface__["stream"] == s.cuda_stream
+    with torch.cuda.stream(s):
+        torch.from_dlpack(DLPackOnly(x)).mul_(1.0)  # some work on s
+        dst = torch.as_tensor(arr, device="cuda")
+        dst.copy_(torch.from_dlpack(DLPackOnly(x)))
+    y = torch.from_dlpack(arr)  # consumer on the current stream: waits for s
+    assert float(y[-1]) == float((1 << 20) - 1)
+    assert np.array_equal(arr.copy_to_host()[:4], np.arange(4, dtype=np.float32))
 
 
 @pytest.mark.gpu

@@ -19,6 +19,8 @@ __all__ = [
     "BaseCUDAMemoryManagerAsync",
     "parse_memory_limit",
     "allocate",
+    "package_stream",
+    "on_stream",
 ]
 
 
@@ -120,12 +122,40 @@ def parse_memory_limit(value, total: int | None = None) -> int:
     return int(number * _UNITS[unit])
 
 
+def package_stream(package: str, stream: int, device_id: int):
+    """A context manager making ``stream`` current in ``package`` (torch/CuPy), or ``None``
+    when it already is. Allocating inside it orders the pool's memory on ``stream``: the pool
+    hands out no block still in use by pending work on another stream."""
+    if package == "torch":
+        torch = sys.modules["torch"]
+        if torch.cuda.current_stream(device_id).cuda_stream == stream:
+            return None
+        s = (torch.cuda.default_stream(device_id) if stream == 0 else
+             torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
+        return torch.cuda.stream(s)
+    if package == "cupy":
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device_id):
+            if cupy.cuda.get_current_stream().ptr == stream:
+                return None
+        return cupy.cuda.ExternalStream(stream, device_id) if stream else \
+            cupy.cuda.Stream.null
+    return None
+
+
+def on_stream(package: str, stream: int, device_id: int, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with ``stream`` current in ``package`` (see package_stream)."""
+    ctx = package_stream(package, stream, device_id)
+    if ctx is None:
+        return fn(*args, **kwargs)
+    with ctx:
+        return fn(*args, **kwargs)
+
+
 def _torch_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
     torch = sys.modules["torch"]
-    t = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device_id}")
-    cur = torch.cuda.current_stream(device_id)
-    if cur.cuda_stream != stream:  # used on another stream: tell the caching allocator
-        t.record_stream(torch.cuda.ExternalStream(stream, device=f"cuda:{device_id}"))
+    t = on_stream("torch", stream, device_id, torch.empty, nbytes, dtype=torch.uint8,
+                  device=torch.device("cuda", device_id))
     ptr = MemoryPointer(t.data_ptr(), nbytes)
     ptr._owner = t  # freed when the pointer (and the tensor) are dropped
     return ptr
@@ -134,7 +164,7 @@ def _torch_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
 def _cupy_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
     cupy = sys.modules["cupy"]
     with cupy.cuda.Device(device_id):
-        mem = cupy.cuda.alloc(nbytes)
+        mem = on_stream("cupy", stream, device_id, cupy.cuda.alloc, nbytes)
     ptr = MemoryPointer(mem.ptr, nbytes)
     ptr._owner = mem
     return ptr

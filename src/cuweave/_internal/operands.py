@@ -19,6 +19,7 @@ import numpy as np
 from . import dlpack as _dl
 from .dtypes import ITEMSIZE, canonical_name, numpy_dtype
 from .errors import InvalidOperandError
+from .memory import on_stream
 
 __all__ = ["Operand", "wrap_operand", "check_same_place", "empty", "DeviceArray",
            "package_module"]
@@ -180,6 +181,8 @@ def _wrap_numpy(x, name):
 
 
 def _wrap_torch(x, name):
+    if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
+        x = x.resolve_neg()
     dtype = _dtype_name(x.dtype)
     if x.is_cuda:
         return _new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cuda",
@@ -334,6 +337,7 @@ class DeviceArray:
         self._mem = memory if memory is not None else allocate(
             nbytes, package=None, device_id=device_id, stream=stream, allocator=allocator)
         self.ptr = self._mem.device_ptr
+        self._stream = int(stream)  # where the data is (being) produced
 
     @property
     def ndim(self) -> int:
@@ -352,7 +356,8 @@ class DeviceArray:
             "data": (self.ptr, False),
             "strides": tuple(s * self.itemsize for s in self.strides),
             "version": 3,
-            "stream": None,
+            # the producing stream (CAI: 1 is the legacy default stream, 0 is not allowed)
+            "stream": self._stream or 1,
         }
 
     def __dlpack_device__(self):
@@ -361,13 +366,33 @@ class DeviceArray:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if copy:
             raise BufferError("DeviceArray.__dlpack__ does not copy (copy=True was requested)")
+        self._order_for(stream)
         versioned = max_version is not None and tuple(max_version) >= (1, 0)
         return _dl.export_capsule(self, self.ptr, self.shape, self.strides, self.dtype,
                                   _dl.KDL_CUDA, self.device_id, versioned)
 
-    def copy_to_host(self, stream: int = 0) -> np.ndarray:
-        """Synchronously copy to a new NumPy array (C order)."""
+    def _order_for(self, consumer) -> None:
+        """Make the DLPack consumer's stream wait for the work producing this array.
+
+        ``consumer``: ``None`` or 1 (legacy default stream), 2 (per-thread default), a stream
+        handle, or -1 (the consumer synchronizes itself), as the DLPack protocol says.
+        """
+        if consumer == -1:
+            return
+        consumer = 1 if consumer is None else int(consumer)
+        if consumer == (self._stream or 1):
+            return
         from . import cuda
+
+        event = cuda.Event(timing=False).record(self._stream)
+        cuda.check(cuda.driver().cuStreamWaitEvent(consumer, event._h, 0), "cuStreamWaitEvent")
+
+    def copy_to_host(self, stream: int | None = None) -> np.ndarray:
+        """Synchronously copy to a new NumPy array (C order), ordered after the work on
+        ``stream`` (default: the stream that produces this array)."""
+        from . import cuda
+
+        stream = self._stream if stream is None else stream
 
         out = np.empty(self.shape, dtype=numpy_dtype(self.dtype))
         if _is_c_contiguous(self.shape, self.strides):
@@ -431,18 +456,17 @@ def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream:
         x = np.empty(alloc_shape, dtype=numpy_dtype(dtype)).transpose(inv)
         return _wrap_numpy(x, "result")
     dev = ref.device_id if device_id is None else device_id
-    if ref.package == "torch":
+    if ref.package == "torch":  # from torch's pool, ordered on ``stream``
         torch = sys.modules["torch"]
-        x = torch.empty(alloc_shape, dtype=_torch_dtype(torch, dtype), device=f"cuda:{dev}")
-        cur = torch.cuda.current_stream(dev)
-        if stream not in (0, cur.cuda_stream):
-            x.record_stream(torch.cuda.ExternalStream(stream, device=f"cuda:{dev}"))
+        x = on_stream("torch", stream, dev, torch.empty, alloc_shape,
+                      dtype=_torch_dtype(torch, dtype), device=torch.device("cuda", dev))
         return _wrap_torch(x.permute(inv), "result")
     if ref.package == "cupy" and dtype in ("float16", "float32", "float64", "complex64",
                                            "complex128", "int8", "uint8", "int32"):
         cupy = sys.modules["cupy"]
         with cupy.cuda.Device(dev):
-            x = cupy.empty(alloc_shape, dtype=numpy_dtype(dtype)).transpose(inv)
+            x = on_stream("cupy", stream, dev, cupy.empty, alloc_shape,
+                          dtype=numpy_dtype(dtype)).transpose(inv)
         return _wrap_cupy(x, "result")
     alloc_strides = _c_strides(alloc_shape)
     strides = tuple(alloc_strides[inv[i]] for i in range(len(shape)))
