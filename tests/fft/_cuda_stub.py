@@ -9,8 +9,9 @@
   current raw stream (``FakeCufft.stream``, settable), ``torch.cuda.current_stream``, and the
   device the hot-path allocator uses (``"cpu"``);
 - the CUDA runtime helpers the plan touches (``require``, ``set_device``,
-  ``compute_capability``, ``synchronize``) and the NVRTC compilation of the fused ``norm``
-  scale callback.
+  ``compute_capability``, ``synchronize``, ``memcpy_async``, events and stream waits) with
+  recorders (``FakeCufft.log``), the device allocations of the object's buffers (fake
+  addresses; frees are logged) and the NVRTC compilation of the fused ``norm`` scale callback.
 
 Results are therefore CPU tensors with uninitialized contents: only the calls are meaningful.
 """
@@ -78,7 +79,11 @@ class FakeCufft:
     """Recording stand-ins for the cuFFT entry points (all succeed).
 
     ``calls`` counts calls by name; ``execs`` lists ``(name, handle, in, out, direction)``;
-    ``set_streams`` lists ``(handle, stream)``; ``stream`` is the current stream torch reports.
+    ``set_streams`` lists ``(handle, stream)``; ``stream`` is the current stream torch reports;
+    ``device`` the thread's current device (``set_device`` changes it).
+    ``log`` lists the runtime calls in order: ``("set_device", id)``, ``("alloc", ptr, nbytes,
+    stream)``, ``("free", ptr)``, ``("record", event, stream)``, ``("wait", stream, event)``,
+    ``("event_sync", event)``, ``("sync", stream)``, ``("memcpy", dst, src, nbytes, stream)``.
     """
 
     def __init__(self):
@@ -89,6 +94,44 @@ class FakeCufft:
         self.workspace = 0
         self.exec_status = 0
         self._next = 100
+        self.log = []
+        self.device = 0  # the thread's current device
+        self._next_ptr = 0x10000
+
+    def set_device(self, device_id) -> None:
+        self.log.append(("set_device", device_id))
+        self.device = device_id
+
+    def ops(self, *kinds) -> list:
+        """The entries of :attr:`log` whose kind is among ``kinds``."""
+        return [e for e in self.log if e[0] in kinds]
+
+    def allocate(self, nbytes, *, package, device_id, stream, allocator=None):
+        from cuweave._internal.memory import MemoryPointer
+
+        ptr = self._next_ptr
+        self._next_ptr += -(-max(nbytes, 1) // 256) * 256 + 256
+        self.log.append(("alloc", ptr, nbytes, stream))
+        return MemoryPointer(ptr, nbytes, lambda: self.log.append(("free", ptr)))
+
+    def event_class(self):
+        fake = self
+
+        class FakeEvent:
+            count = 0
+
+            def __init__(self, timing=True):
+                FakeEvent.count += 1
+                self._h = FakeEvent.count
+
+            def record(self, stream=0):
+                fake.log.append(("record", self._h, stream))
+                return self
+
+            def synchronize(self):
+                fake.log.append(("event_sync", self._h))
+
+        return FakeEvent
 
     def table(self) -> dict:
         from cuweave._bindings import cufft
@@ -134,7 +177,7 @@ def fake_cuda(native: str | None = None):
 
     from cuweave._bindings import cufft
     from cuweave._internal import cuda
-    from cuweave.fft import _callbacks, _fastpath
+    from cuweave.fft import _callbacks, _cuda_plan, _fastpath
 
     fake = FakeCufft()
     with pytest.MonkeyPatch.context() as mp:
@@ -152,9 +195,17 @@ def fake_cuda(native: str | None = None):
                    raising=False)
         mp.setattr(torch.cuda, "current_stream", lambda device=None: _FakeStream(fake.stream))
         mp.setattr(_fastpath, "TORCH_DEVICE_TYPE", "cpu")
-        mp.setattr(cuda, "set_device", lambda device_id: None)
+        mp.setattr(cuda, "set_device", fake.set_device)
+        mp.setattr(cuda, "current_device", lambda: fake.device)
         mp.setattr(cuda, "require", lambda device_id=0: None)
-        mp.setattr(cuda, "synchronize", lambda stream: None)
+        mp.setattr(cuda, "synchronize", lambda stream: fake.log.append(("sync", stream)))
+        mp.setattr(cuda, "memcpy_async", lambda dst, src, n, stream: fake.log.append(
+            ("memcpy", dst, src, n, stream)))
+        mp.setattr(cuda, "Event", fake.event_class())
+        mp.setattr(_cuda_plan, "allocate", fake.allocate)
+        mp.setattr(_cuda_plan, "_core_set_current", lambda device_id: None)
+        mp.setattr(_cuda_plan, "_stream_wait_event", lambda stream, ev: fake.log.append(
+            ("wait", stream, ev._h)))
         mp.setattr(cuda, "compute_capability", lambda device_id=0: (9, 0))
         mp.setattr(_callbacks, "_nvrtc_ltoir", lambda src, cc: b"fake-ltoir")
         try:

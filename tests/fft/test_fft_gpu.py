@@ -211,3 +211,91 @@ def test_callbacks_real():
                                       "data": c.data_ptr()})
     want = np.fft.irfft(to_numpy(y).astype(np.complex128), n=100, axis=1, norm="forward") + 2.5
     assert rel_l2(to_numpy(z), want) < 1e-5
+
+
+def _busy(torch, stream):
+    """Queue a few ms of work on ``stream`` so that unordered reuse across streams would race."""
+    with torch.cuda.stream(stream):
+        a = torch.randn(2048, 2048, device="cuda")
+        for _ in range(8):
+            a = a @ a
+            a /= a.norm()
+
+
+@pytest.mark.parametrize("kind", ["bluestein-c2c", "c2r"])
+def test_alternating_streams_share_buffers_in_order(kind):
+    torch = pytest.importorskip("torch")
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 4099  # a prime: Bluestein plans need a work area
+    if kind == "c2r":  # Hermitian spectra of real signals of length 2 * n
+        hs = [np.fft.rfft(rng_array((16, 2 * n), "float64", seed=i), axis=1).astype(np.complex64)
+              for i in range(6)]
+    else:
+        hs = [rng_array((16, n), "complex64", seed=i) for i in range(6)]
+    opts = {"fft_type": "C2R"} if kind == "c2r" else None
+    x0 = torch.from_numpy(hs[0]).cuda()
+    with F.FFT(x0, axes=(1,), options=opts) as f:
+        f.plan()
+        assert kind == "c2r" or f.workspace_size > 0
+        ys = []
+        for i, h in enumerate(hs):
+            s = (s1, s2)[i % 2]
+            x = torch.from_numpy(h).cuda()
+            torch.cuda.current_stream().synchronize()
+            _busy(torch, s)
+            f.reset_operand(x)
+            ys.append((f.execute(stream=s, release_workspace=(i == 3)), x))
+        torch.cuda.synchronize()
+    for (y, x), h in zip(ys, hs):
+        if kind == "c2r":
+            ref = reference(h, "C2R", "inverse", (1,), out_last=2 * n)
+        else:
+            ref = reference(h, "C2C", "forward", (1,))
+        assert rel_l2(to_numpy(y), ref) < 1e-4
+        np.testing.assert_array_equal(to_numpy(x), h)  # C2R never overwrites its input
+
+
+def test_function_form_on_current_streams_alternating():
+    torch = pytest.importorskip("torch")
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 2 * 2053  # the half-length complex transform is a prime: a work area
+    hs = [rng_array((8, n), "float32", seed=i) for i in range(4)]
+    xs = [torch.from_numpy(h).cuda() for h in hs]
+    torch.cuda.synchronize()
+    ys = []
+    for i, x in enumerate(xs):
+        s = (s1, s2)[i % 2]
+        _busy(torch, s)
+        with torch.cuda.stream(s):
+            ys.append(F.irfft(F.rfft(x, axes=(1,)), axes=(1,)))
+    torch.cuda.synchronize()
+    for y, h in zip(ys, hs):
+        assert rel_l2(to_numpy(y), n * h.astype(np.float64)) < 1e-4
+
+
+def test_function_form_forgets_a_destroyed_explicit_stream():
+    from cuda.core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    h = rng_array((8, 4099), "complex64")
+    for _ in range(2):  # the second round reuses the cached plan
+        s = dev.create_stream()
+        y1 = F.fft(h, axes=(1,), execution="cuda", stream=s)
+        s.close()
+        y2 = F.fft(h, axes=(1,), execution="cuda")  # must not touch the closed stream
+        ref = reference(h, "C2C", "forward", (1,))
+        assert rel_l2(y1, ref) < 1e-4 and rel_l2(y2, ref) < 1e-4
+
+
+@pytest.mark.multi_gpu
+def test_device_is_made_current_for_each_execute():
+    torch = pytest.importorskip("torch")
+    h = rng_array((4, 256), "complex64")
+    for dev, other in ((1, 0), (0, 1)):
+        x = torch.from_numpy(h).to(f"cuda:{dev}")
+        with torch.cuda.device(other):
+            ys = [F.fft(x, axes=(1,)) for _ in range(3)]  # general path, then the hot one
+        for y in ys:
+            assert y.device.index == dev
+            assert rel_l2(to_numpy(y), reference(h, "C2C", "forward", (1,))) < 1e-5

@@ -8,6 +8,7 @@ keeps ``cufftXtExec`` (typed, and untyped for pre-built arguments) for the hot p
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -18,7 +19,7 @@ from .._internal.errors import InvalidOptionError
 from .._internal.memory import allocate
 from . import _callbacks as cb
 
-__all__ = ["CudaPlan", "Buffers"]
+__all__ = ["CudaPlan", "Buffers", "on_device"]
 
 _HALF = {"float16": CudaDataType.CUDA_R_16F, "complex32": CudaDataType.CUDA_C_16F}
 _CUDA_TYPE = {**_HALF, "float32": CudaDataType.CUDA_R_32F, "float64": CudaDataType.CUDA_R_64F,
@@ -26,40 +27,117 @@ _CUDA_TYPE = {**_HALF, "float32": CudaDataType.CUDA_R_32F, "float64": CudaDataTy
 _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 
 
-class Buffers:
-    """Named device buffers (workspace, staging, scratch) from the user's pool, grown lazily."""
+@contextlib.contextmanager
+def on_device(device_id: int):
+    """Make ``device_id`` current for the block, then the previously current one again.
 
-    __slots__ = ("_mem", "package", "device_id", "allocator")
+    Costs one current-device query when the device already is current (the usual case).
+    """
+    prev = cuda.current_device()
+    if prev != device_id:
+        cuda.set_device(device_id)
+    try:
+        yield
+    finally:
+        if prev != device_id and prev is not None:
+            cuda.set_device(prev)
+
+
+class Buffers:
+    """Named device buffers (workspace, staging, scratch) from the user's pool, grown lazily.
+
+    The buffers are shared by every execution of one object, whatever its stream, so their
+    uses are kept in stream order: :meth:`use` (called whenever the execution stream changes)
+    makes the new stream wait for the work queued so far on the previous one, and a buffer is
+    freed or replaced only once its last user stream is done with it (a free is ordered on the
+    stream the buffer was allocated on, which is enough only when that is the last user).
+    """
+
+    __slots__ = ("_mem", "package", "device_id", "allocator", "last", "_event", "_recorded")
 
     def __init__(self, package, device_id, allocator):
-        self._mem = {}
+        self._mem = {}  # name -> (MemoryPointer, stream it was allocated on)
         self.package = package if package in ("torch", "cupy") else None
         self.device_id = device_id
         self.allocator = allocator
+        self.last = None  # the stream of the latest execution (the buffers' last user)
+        self._event = None
+        self._recorded = False  # _event already marks the end of the work on `last`
 
     def get(self, name: str, nbytes: int, stream: int) -> int:
-        mem = self._mem.get(name)
-        if mem is None or mem.size < nbytes:
-            if mem is not None:
-                mem.free()
-            if self.package is None and self.allocator is None:
-                from cuda.core import Device  # cuda.core allocates on its current device
-
-                Device(self.device_id).set_current()
-            mem = allocate(nbytes, package=self.package, device_id=self.device_id,
-                           stream=stream, allocator=self.allocator)
-            self._mem[name] = mem
+        entry = self._mem.get(name)
+        if entry is not None and entry[0].size >= nbytes:
+            return entry[0].device_ptr
+        if entry is not None:
+            self._free(self._mem.pop(name))
+        if self.package is None and self.allocator is None:
+            _core_set_current(self.device_id)
+        mem = allocate(nbytes, package=self.package, device_id=self.device_id,
+                       stream=stream, allocator=self.allocator)
+        self._mem[name] = (mem, stream)
         return mem.device_ptr
 
     def has(self, name: str) -> bool:
         return name in self._mem
 
+    def use(self, stream: int) -> None:
+        """Execution moves to ``stream``: order it after the buffers' users on the last one."""
+        last = self.last
+        if last is not None and last != stream and self._mem:
+            if not self._recorded:
+                self._mark(last)
+            _stream_wait_event(stream, self._event)
+        self.last = stream
+        self._recorded = False
+
+    def mark(self, stream: int) -> bool:
+        """Record now that the work queued on ``stream`` ends the buffers' use.
+
+        For streams that may be destroyed right after the call (explicitly passed ones): later
+        ordering waits on the event and never touches the stream handle again. The caller must
+        route its next execution through :meth:`use` (which forgets the mark); returns whether
+        anything was recorded.
+        """
+        if not self._mem:
+            return False
+        self._mark(stream)
+        self.last = stream
+        return True
+
+    def _mark(self, stream: int) -> None:
+        if self._event is None:
+            self._event = cuda.Event(timing=False)
+        self._event.record(stream)
+        self._recorded = True
+
+    def _free(self, entry) -> None:
+        mem, alloc_stream = entry
+        last = self.last
+        ordered = self.allocator is None or hasattr(self.allocator, "memalloc_async")
+        if last is not None and (last != alloc_stream or not ordered):
+            if self._recorded:
+                self._event.synchronize()
+            else:
+                cuda.synchronize(last)
+        mem.free()
+
     def release(self, name: str | None = None) -> None:
         names = list(self._mem) if name is None else [name]
         for n in names:
-            mem = self._mem.pop(n, None)
-            if mem is not None:
-                mem.free()
+            entry = self._mem.pop(n, None)
+            if entry is not None:
+                self._free(entry)
+
+
+def _core_set_current(device_id: int) -> None:
+    from cuda.core import Device  # cuda.core allocates on its current device
+
+    Device(device_id).set_current()
+
+
+def _stream_wait_event(stream: int, event) -> None:
+    """``stream`` waits (on the device) for the work ``event`` was recorded after."""
+    cuda.check(cuda.driver().cuStreamWaitEvent(stream, event._h, 0), "cuStreamWaitEvent")
 
 
 def _resolve_callbacks(spec, prolog, epilog, scale, logger):
@@ -150,10 +228,18 @@ class CudaPlan:
                 f"prolog and epilog must be None for {spec.dtype} operands (cuFFT has no "
                 "half-precision callbacks), got a callback")
         t0 = time.perf_counter()
-        cuda.set_device(spec.device_id)
+        self.handle = None
+        with on_device(spec.device_id):
+            self._create(spec, prolog, epilog, scale, logger)
+        if logger.isEnabledFor(20):
+            logger.info("cuFFT plan %s %s n=%s batch=%d workspace=%d B callbacks=%s in %.3f ms",
+                        spec.fft_type, spec.dtype, spec.layout.n, spec.layout.batch,
+                        self.workspace_size, self.has_callbacks,
+                        1e3 * (time.perf_counter() - t0))
+
+    def _create(self, spec, prolog, epilog, scale, logger) -> None:
         prolog, epilog, self.unfused_scale = _resolve_callbacks(spec, prolog, epilog, scale,
                                                                 logger)
-        self.handle = None
         if prolog is not None or epilog is not None:
             _preload_jit_dependencies()
         # Callbacks go in under cuFFT's default symbol (NULL name): compile_prolog/epilog and
@@ -172,11 +258,6 @@ class CudaPlan:
         self.exec_fn = cufft.raw("cufftXtExec")
         self.exec_bare = cufft.bare("cufftXtExec")
         self.has_callbacks = prolog is not None or epilog is not None
-        if logger.isEnabledFor(20):
-            logger.info("cuFFT plan %s %s n=%s batch=%d workspace=%d B callbacks=%s in %.3f ms",
-                        spec.fft_type, spec.dtype, spec.layout.n, spec.layout.batch,
-                        self.workspace_size, self.has_callbacks,
-                        1e3 * (time.perf_counter() - t0))
 
     def _attach(self, kind, c, dtype) -> None:
         if c is None:

@@ -9,12 +9,13 @@ must be the innermost transformed axis. Everything here is pure Python on tuples
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
-from .._internal.errors import InvalidOperandError, UnsupportedLayoutError
+from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 
-__all__ = ["CufftLayout", "LayoutPlan", "normalize_axes", "fft_lengths", "plan_layouts",
-           "c_strides"]
+__all__ = ["CufftLayout", "LayoutPlan", "coerce_axes", "normalize_axes", "fft_lengths",
+           "plan_layouts", "c_strides"]
 
 MAX_RANK = 3
 
@@ -47,8 +48,44 @@ class LayoutPlan:
     out_strides: tuple[int, ...]
 
 
+def coerce_axes(axes) -> tuple | None:
+    """``axes`` as a tuple of Python ints (``None`` stays ``None``).
+
+    A single integer is accepted as one transformed axis (an extension: nvmath-python asks for a
+    sequence; ``axes=1`` means ``axes=(1,)``, like NumPy's ``axis=1``). Booleans, floats and
+    strings are rejected.
+    """
+    if axes is None:
+        return None
+    if isinstance(axes, (str, bytes)):
+        raise InvalidOptionError(f"axes must be an int or a sequence of ints, got {axes!r}")
+    if _is_int(axes):
+        return (operator.index(axes),)
+    try:
+        items = tuple(axes)
+    except TypeError:
+        raise InvalidOptionError(
+            f"axes must be an int or a sequence of ints, got {axes!r}") from None
+    if not all(_is_int(a) for a in items):
+        raise InvalidOptionError(f"axes must be an int or a sequence of ints, got {axes!r}")
+    return tuple(operator.index(a) for a in items)
+
+
+def _is_int(a) -> bool:
+    if isinstance(a, bool) or type(a).__name__ == "bool_":
+        return False
+    try:
+        operator.index(a)
+    except TypeError:
+        return False
+    return True
+
+
 def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
-    """Validate ``axes`` (default: all, at most the last three) against ``ndim``."""
+    """Validate ``axes`` (default: all, at most the last three) against ``ndim``.
+
+    ``axes`` is an int or a sequence of ints (see :func:`coerce_axes`).
+    """
     if axes is None:
         if ndim == 0:
             raise InvalidOperandError("operand must have at least one dimension, got a 0-d array")
@@ -57,10 +94,7 @@ def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
                 f"axes must be given for operands with more than {MAX_RANK} dimensions "
                 f"(at most {MAX_RANK} transformed axes), got ndim={ndim}")
         return tuple(range(ndim))
-    try:
-        axes = tuple(int(a) for a in axes)
-    except TypeError:
-        raise InvalidOperandError(f"axes must be a sequence of ints, got {axes!r}") from None
+    axes = coerce_axes(axes)
     if not axes or len(axes) > MAX_RANK:
         raise InvalidOperandError(
             f"axes must name between 1 and {MAX_RANK} axes, got {axes!r}")

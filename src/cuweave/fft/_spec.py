@@ -13,7 +13,13 @@ import sys
 from .._internal.errors import InvalidOperandError, InvalidOptionError
 from .._internal.operands import wrap_operand
 from .._internal.options import ExecutionCPU, resolve_execution
-from ._layout import LayoutPlan, c_strides, fft_lengths, normalize_axes, plan_layouts
+from ._layout import (
+    LayoutPlan,
+    c_strides,
+    fft_lengths,
+    normalize_axes,
+    plan_layouts,
+)
 from ._options import DeviceCallable, FFTDirection
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
@@ -157,13 +163,17 @@ def _callable_key(c) -> tuple | None:
 
 
 def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
-    """Hashable key of everything that shapes a plan (never the data pointer)."""
+    """Hashable key of everything that shapes a plan (never the data pointer).
+
+    ``axes`` enter normalized (``None``, ``1``, ``(1,)`` and ``(-1,)`` of a 2-D operand give one
+    key), so :meth:`FFT.get_key` equals :meth:`FFT.create_key` of the same arguments.
+    """
     if space.name == "cuda":
         where = ("cuda", space.device_id)
     else:
         where = ("cpu", space.num_threads)
     return (op.package, op.device, op.shape, op.strides, op.dtype,
-            tuple(axes) if axes is not None else None, options.fft_type, options.inplace,
+            normalize_axes(axes, len(op.shape)), options.fft_type, options.inplace,
             options.last_axis_parity, options.result_layout, options.blocking,
             id(options.allocator) if options.allocator is not None else None, where,
             _callable_key(prolog), _callable_key(epilog))

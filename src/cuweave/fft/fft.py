@@ -10,6 +10,7 @@ meaning) asks for it; on the GPU the scaling is fused into the transform as an L
 from __future__ import annotations
 
 import ctypes
+import operator
 import sys
 import time
 
@@ -25,10 +26,12 @@ from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.operands import Operand, empty
 from .._internal.options import coerce_options
+from .._internal.staging import shared_stager
 from .._internal.streams import resolve_stream
 from ._cpu import CpuPlan
-from ._cuda_plan import Buffers, CudaPlan
+from ._cuda_plan import Buffers, CudaPlan, on_device
 from ._fastpath import fast_key, output_allocator, stream_getter
+from ._layout import coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._spec import (
     build_spec,
@@ -47,15 +50,29 @@ _DIRECTIONS = {"forward": FFTDirection.FORWARD, "inverse": FFTDirection.INVERSE,
                -1: FFTDirection.FORWARD, 1: FFTDirection.INVERSE}
 
 
+def _parse_direction(value) -> FFTDirection:
+    """``value`` (FFTDirection, 'forward'/'inverse' or -1/1) as an :class:`FFTDirection`."""
+    if isinstance(value, FFTDirection):
+        return value
+    d = None
+    if isinstance(value, str):
+        d = _DIRECTIONS.get(value.lower())
+    elif not isinstance(value, bool):
+        try:
+            d = _DIRECTIONS.get(operator.index(value))
+        except TypeError:
+            d = None
+    if d is None:
+        raise InvalidOptionError(
+            "direction must be FFTDirection.FORWARD/INVERSE, 'forward', 'inverse', -1 or 1, "
+            f"got {value!r}")
+    return d
+
+
 def _direction(value, fft_type: str) -> FFTDirection:
     if value is None:
         return default_direction(fft_type)
-    d = value if isinstance(value, FFTDirection) else _DIRECTIONS.get(
-        value.lower() if isinstance(value, str) else value)
-    if d is None:
-        raise InvalidOptionError(
-            "direction must be FFTDirection.FORWARD/INVERSE, 'forward' or 'inverse', got "
-            f"{value!r}")
+    d = _parse_direction(value)
     if (fft_type == "R2C" and d != FFTDirection.FORWARD) or (
             fft_type == "C2R" and d != FFTDirection.INVERSE):
         raise InvalidOptionError(
@@ -77,13 +94,17 @@ class FFT(StatefulObject):
     ----------
     operand : array
         NumPy/CuPy array or torch tensor (or another DLPack / CUDA array interface producer).
-    axes : sequence of int, optional
-        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved.
+    axes : int or sequence of int, optional
+        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved. EXT: a
+        single int means one axis (``axes=1`` is ``axes=(1,)``).
     options : FFTOptions or dict, optional
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         Default: where the operand lives.
     stream : optional
-        CUDA stream for planning and staging (int handle, ``__cuda_stream__``, torch/cupy).
+        CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) that :meth:`execute` uses
+        when given none, for operands without a current stream of their own (host, DLPack, CUDA
+        array interface); torch/CuPy operands run on their package's current stream. Kept until
+        :meth:`release_operand`. Validated but unused with CPU execution.
 
     Examples
     --------
@@ -104,8 +125,7 @@ class FFT(StatefulObject):
         self._cuda_plan = None
         self._cpu_plan = None
         self._bufs = None
-        self._stager = None
-        self._stream = None
+        self._stream = self._stream_holder = None  # None: the current stream at execute
         self._cur_stream = [None]  # the stream last set on the plan (shared with the hot path)
         self._fast_stream = self._fast_out = self._hot = None
         self._in_c = ctypes.c_void_p()  # the input address as the hot path passes it
@@ -113,13 +133,13 @@ class FFT(StatefulObject):
         if self._spec.cuda:
             spec = self._spec
             self._bufs = Buffers(op.package, spec.device_id, self.options.allocator)
-            self._stream = self._resolve(stream)
             if not spec.staged:
                 self._fast_stream = stream_getter(op.package, spec.device_id)
                 if self.options.allocator is None and not spec.inplace:
                     self._fast_out = output_allocator(op.package, spec.device_id,
                                                       spec.out_shape, spec.out_dtype,
                                                       spec.layout.out_perm)
+        self._set_stream(stream)
         if self.logger.isEnabledFor(20):
             self.logger.info("FFT %r", self._spec)
 
@@ -129,10 +149,18 @@ class FFT(StatefulObject):
         self._in_obj = op.obj
         self._in_ptr = self._in_c.value = op.ptr
 
-    def _resolve(self, stream) -> int:
+    def _resolve(self, stream):
+        """``stream`` (None: the current one of the operand's package) as a Stream holder."""
         spec = self._spec
         package = spec.package if spec.device == "cuda" else None
-        return resolve_stream(stream, package=package, device_id=spec.device_id).ptr
+        return resolve_stream(stream, package=package, device_id=spec.device_id)
+
+    def _set_stream(self, stream) -> None:
+        """Store ``stream`` for later executions (validated only with CPU execution)."""
+        if stream is not None:
+            holder = self._resolve(stream)
+            if self._spec.cuda:  # keep the user's stream object alive while its handle is kept
+                self._stream, self._stream_holder = holder.ptr, holder
 
     def reset_operand(self, operand=None, *, stream=None) -> None:
         """Point the plan at a new operand with the same metadata; ``None`` releases it."""
@@ -153,8 +181,7 @@ class FFT(StatefulObject):
                 f"operand must match the planned operand's metadata, got different "
                 f"{', '.join(diff)}")
         self._set_operand(op)
-        if stream is not None and s.cuda:
-            self._stream = self._resolve(stream)
+        self._set_stream(stream)
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
         """Like :meth:`reset_operand` without checks (the caller guarantees matching metadata)."""
@@ -162,13 +189,15 @@ class FFT(StatefulObject):
             self.release_operand()
             return
         self._set_operand(operand if _is_operand(operand) else wrap(operand))
-        if stream is not None and self._spec.cuda:
-            self._stream = self._resolve(stream)
+        self._set_stream(stream)
 
     def release_operand(self) -> None:
-        """Drop the reference to the operand (a later execute needs :meth:`reset_operand`)."""
-        self._op = self._in_obj = None
-        self._in_ptr = self._in_c.value = None
+        """Drop the operand and the stored stream (a later execute needs :meth:`reset_operand`)."""
+        self._op = self._in_obj = self._in_ptr = None
+        self._stream = self._stream_holder = None
+        in_c = getattr(self, "_in_c", None)
+        if in_c is not None:
+            in_c.value = None
         self._hot = None
 
     def get_input_layout(self):
@@ -187,6 +216,7 @@ class FFT(StatefulObject):
     # ---- keys ------------------------------------------------------------------------------
     def get_key(self, *, prolog=None, epilog=None):
         """The plan-cache key of this object (see :meth:`create_key`)."""
+        self._require_valid("get_key")
         op = self._op
         if op is None:
             raise InvalidStateError("FFT.get_key() needs an operand; call reset_operand first")
@@ -214,6 +244,7 @@ class FFT(StatefulObject):
         self._norm = _check_norm(norm)
         prolog = coerce_callable(prolog, "prolog")
         epilog = coerce_callable(epilog, "epilog")
+        self._set_stream(stream)
         self._release()
         self._freed = False
         t0 = time.perf_counter()
@@ -225,8 +256,6 @@ class FFT(StatefulObject):
             self._cpu_plan = CpuPlan(spec.fft_type, spec.axes, out_lengths,
                                      spec.space.threads, spec.dtype)
         else:
-            if stream is not None:
-                self._stream = self._resolve(stream)
             scale = norm_scale(norm, self._plan_direction, spec.n_points)
             self._cuda_plan = CudaPlan(spec, prolog=prolog, epilog=epilog, scale=scale,
                                        logger=self.logger)
@@ -262,8 +291,11 @@ class FFT(StatefulObject):
                 "FFT.execute() needs an operand: it was released; call reset_operand first")
         d = self._plan_direction if direction is None else self._check_exec_direction(direction)
         if self._cpu_plan is not None:
+            if stream is not None:
+                self._resolve(stream)  # validated: CPU execution has no stream
             return self._execute_cpu(d)
-        return self._execute_cuda(d, stream, release_workspace)
+        with on_device(self._spec.device_id):  # then the caller's device again
+            return self._execute_cuda(d, stream, release_workspace)
 
     def _execute_cpu(self, d):
         spec = self._spec
@@ -279,21 +311,20 @@ class FFT(StatefulObject):
     def _execute_cuda(self, d, stream, release_workspace):
         spec, plan, bufs = self._spec, self._cuda_plan, self._bufs
         if stream is not None:
-            s = self._resolve(stream)
+            s = self._resolve(stream).ptr
         elif self._fast_stream is not None:
             s = self._fast_stream()
-        elif spec.package in ("torch", "cupy") and not spec.staged:
-            s = self._resolve(None)
-        else:
+        elif self._stream is not None and (spec.staged or spec.package not in ("torch", "cupy")):
             s = self._stream
+        else:
+            s = self._resolve(None).ptr
         cur = self._cur_stream
         if s != cur[0]:
+            bufs.use(s)  # the shared buffers: order s after their last user stream
             plan.set_stream(s)
             cur[0] = s
         if plan.workspace_size and not bufs.has("work"):
             plan.set_work_area(bufs.get("work", plan.workspace_size, s))
-        if spec.device_id:
-            cuda.set_device(spec.device_id)
         in_ptr = self._stage_in(s) if spec.staged else self._in_ptr
         if spec.fft_type == "C2R" and not spec.staged:
             in_ptr = self._copy_c2r_input(in_ptr, s)
@@ -313,6 +344,8 @@ class FFT(StatefulObject):
         if status:
             raise CufftError(status, "cufftXtExec")
         result = self._finish(res, out_ptr, s)
+        if stream is not None and bufs.mark(s):
+            cur[0] = None  # an explicit stream may die: the next execute orders by the event
         if release_workspace:
             self.release_workspace()
         elif self._hot is None and direction_is_planned(d, self) and stream is None:
@@ -322,16 +355,19 @@ class FFT(StatefulObject):
     def _build_hot(self):
         """The common case as one closure: current stream, new output, one cufftXtExec.
 
-        Everything is bound at build time: cufftSetStream is called only when the current
+        Everything is bound at build time: the plan's device is made current when it is not
+        (and the caller's one restored after);
+        cufftSetStream (and the ordering of the shared buffers) happen only when the current
         stream differs from the one last set on the plan; the input/output addresses travel in
         pre-built ``c_void_p`` objects through the untyped ``cufftXtExec`` (no conversion).
         """
         spec, plan = self._spec, self._cuda_plan
         if (spec.staged or spec.inplace or spec.fft_type == "C2R" or self._fast_out is None
                 or self._fast_stream is None or plan.unfused_scale != 1.0
-                or self.options.blocking is True or spec.device_id):
+                or self.options.blocking is True):
             return None
-        get_stream, set_stream = self._fast_stream, plan.set_stream
+        get_stream, set_stream, use = self._fast_stream, plan.set_stream, self._bufs.use
+        get_device, set_device, device_id = cuda.current_device, cuda.set_device, spec.device_id
         out = self._fast_out
         new, ptr_of, inv, reorder = out.new, out.ptr_of, out.inv, out.reorder
         exec_bare, handle, in_c, out_c = plan.exec_bare, plan.handle, self._in_c, \
@@ -339,16 +375,24 @@ class FFT(StatefulObject):
         d, cur = int(self._plan_direction), self._cur_stream  # no reference to self: no cycle
 
         def hot():
-            s = get_stream()
-            if s != cur[0]:
-                set_stream(s)
-                cur[0] = s
-            res = new()
-            out_c.value = ptr_of(res)
-            status = exec_bare(handle, in_c, out_c, d)
-            if status:
-                raise CufftError(status, "cufftXtExec")
-            return res if inv is None else reorder(res, inv)
+            prev = get_device()
+            if prev != device_id:
+                set_device(device_id)
+            try:
+                s = get_stream()
+                if s != cur[0]:
+                    use(s)
+                    set_stream(s)
+                    cur[0] = s
+                res = new()
+                out_c.value = ptr_of(res)
+                status = exec_bare(handle, in_c, out_c, d)
+                if status:
+                    raise CufftError(status, "cufftXtExec")
+                return res if inv is None else reorder(res, inv)
+            finally:
+                if prev != device_id and prev is not None:
+                    set_device(prev)  # the caller's device again
 
         return hot
 
@@ -373,19 +417,12 @@ class FFT(StatefulObject):
         cuda.memcpy_async(scratch, ptr, nbytes, s)
         return scratch
 
-    def _stager_obj(self):
-        if self._stager is None:
-            from .._internal.staging import Stager
-
-            self._stager = Stager()
-        return self._stager
-
     def _stage_in(self, s) -> int:
         spec = self._spec
         host = self._op.host_array()
         nbytes = _nbytes(spec.shape, spec.dev_strides, spec.dtype)
         ptr = self._bufs.get("in", nbytes, s)
-        self._stager_obj().upload(host, ptr, s)
+        shared_stager().upload(host, ptr, s)
         return ptr
 
     def _stage_out(self, out_ptr, s):
@@ -393,11 +430,11 @@ class FFT(StatefulObject):
         perm = spec.layout.out_perm
         if spec.inplace:
             dst = self._op.host_array()
-            self._stager_obj().download(out_ptr, dst, s)
+            shared_stager().download(out_ptr, dst, s)
             return self._in_obj
         alloc_shape = tuple(spec.out_shape[p] for p in perm)
         host = empty(self._op, alloc_shape, spec.out_dtype)
-        self._stager_obj().download(out_ptr, host.host_array(), s)
+        shared_stager().download(out_ptr, host.host_array(), s)
         inv = [0] * len(perm)
         for i, p in enumerate(perm):
             inv[p] = i
@@ -420,9 +457,11 @@ class FFT(StatefulObject):
         bufs = getattr(self, "_bufs", None)
         if bufs is not None:
             bufs.release()
-        if getattr(self, "_stager", None) is not None:
-            self._stager.close()
-            self._stager = None
+
+    def free(self) -> None:
+        """Release the plan and buffers, and drop the operand and the stored stream."""
+        super().free()
+        self.release_operand()
 
     @property
     def workspace_size(self) -> int:
@@ -486,12 +525,16 @@ def _options_for(options, fft_type):
 
 def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direction, fft_type):
     fast = None
+    if axes is not None and type(axes) is not tuple:
+        axes = coerce_axes(axes)
     if (options is None and execution is None and prolog is None and epilog is None
             and stream is None):
-        fast = fast_key(operand, axes if axes is None or type(axes) is tuple else tuple(axes),
-                        fft_type, direction, norm)
+        fast = fast_key(operand, axes, fft_type, direction, norm)
         if fast is not None:
-            obj = plan_cache.pop(fast)
+            try:
+                obj = plan_cache.pop(fast)
+            except TypeError:  # unhashable entries in axes: reported by coerce_axes below
+                obj = fast = None
             if obj is not None:
                 ptr = operand.data_ptr() if fast[0] == "torch" else operand.data.ptr
                 hot = obj._hot  # planned for `direction` on the current stream: run it directly
@@ -506,6 +549,8 @@ def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direct
                 obj._in_ptr = obj._in_c.value = ptr
                 obj._op = None
                 return _execute_and_put_back(obj, fast, direction, stream)
+    if fast is None:
+        axes = coerce_axes(axes)
     opts = _options_for(options, fft_type)
     op = wrap(operand)
     space = execution_space(execution, op)
@@ -528,6 +573,7 @@ def _execute_and_put_back(obj, key, direction, stream):
         return obj.execute(direction=direction, stream=stream)
     finally:
         obj._op = obj._in_obj = obj._in_ptr = obj._in_c.value = None
+        obj._stream = obj._stream_holder = None  # each call resolves its own stream
         plan_cache.put(key, obj, obj.workspace_size)
 
 
@@ -538,12 +584,17 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     Parameters
     ----------
     operand : array
-    axes : sequence of int, optional
-        At most 3 transformed axes (default: all); the others are batched.
+    axes : int or sequence of int, optional
+        At most 3 transformed axes (default: all); the others are batched. EXT: an int is one
+        axis.
     direction : FFTDirection or str, optional
         EXT-compatible with nvmath-python: ``'inverse'`` makes this :func:`ifft`.
-    options, execution, prolog, epilog, stream
+    options, execution, prolog, epilog
         See :class:`FFT` and :meth:`FFT.plan`.
+    stream : optional
+        CUDA stream of this call (default: the operand package's current stream; the legacy
+        default stream for host, DLPack and CUDA-array-interface operands). Validated but
+        unused with CPU execution.
     norm : {None, 'backward', 'ortho', 'forward'}
         EXT: NumPy's normalization, fused into the transform. ``None`` never scales.
 
@@ -553,8 +604,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
         The result in the operand's package and memory space.
     """
     return _run(operand, axes, options, execution, prolog, epilog, stream, norm,
-                _DIRECTIONS.get(direction, direction) if direction is not None
-                else FFTDirection.FORWARD, None)
+                FFTDirection.FORWARD if direction is None else _parse_direction(direction), None)
 
 
 def ifft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,

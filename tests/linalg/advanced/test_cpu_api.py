@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
 
-from cuweave._internal.errors import InvalidOperandError, InvalidOptionError
+from cuweave._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from cuweave.linalg.advanced import (
     ExecutionCPU,
     Matmul,
@@ -220,6 +220,57 @@ def test_stateful_lifecycle_on_cpu():
         mm.reset_operands(a=a2)
         r2 = mm.execute()
         assert rel_l2(r2, np.maximum(f64(a2) @ f64(b) + f64(bias), 0)) < 2e-6
+
+
+def test_bad_inputs_raise_typed_errors_on_cpu():
+    rng = np.random.default_rng(9)
+    a, b, bias = rand(rng, (6, 4)), rand(rng, (4, 5)), rand(rng, (6,))
+    with pytest.raises(InvalidOptionError, match="^epilog_inputs must be a dict"):
+        matmul(a, b, epilog="bias", epilog_inputs=[bias], execution="cpu")
+    with pytest.raises(InvalidOptionError, match="^algorithm must be"):
+        matmul(a, b, algorithm=3, execution="cpu")
+    with pytest.raises(InvalidOptionError, match="^stream must be"):
+        matmul(a, b, stream="s", execution="cpu")
+    with pytest.raises(InvalidOptionError, match="^stream must be"):
+        Matmul(a, b, execution="cpu", stream="s")
+    with Matmul(a, b, execution="cpu") as mm:
+        with pytest.raises(InvalidOptionError, match="^epilog_inputs must be a dict"):
+            mm.plan(epilog="bias", epilog_inputs=[bias])
+        mm.plan()
+        with pytest.raises(InvalidOptionError, match="^algorithm must be"):
+            mm.execute(algorithm="garbage")
+        with pytest.raises(InvalidOptionError, match="^stream must be"):
+            mm.execute(stream="s")
+        with pytest.raises(InvalidOperandError, match="^alpha must be real"):
+            mm.reset_operands(alpha=1j)
+        with pytest.raises(InvalidOperandError, match="^alpha must be a real or complex"):
+            mm.alpha = "x"
+        with pytest.raises(InvalidOperandError, match="^beta must be real"):
+            mm.beta = 2j
+        mm.alpha = 2.0
+        out = mm.execute()
+        assert rel_l2(out, 2.0 * f64(a) @ f64(b)) < 2e-6
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((0, 4), (4, 5)), ((3, 0), (0, 5)), ((3, 4), (4, 0)), ((0, 3, 4), (4, 5))])
+def test_empty_dimensions_are_rejected_clearly(a_shape, b_shape):
+    a, b = np.ones(a_shape, np.float32), np.ones(b_shape, np.float32)
+    with pytest.raises(InvalidOperandError, match="empty dimensions"):
+        matmul(a, b, execution="cpu")
+
+
+def test_release_operands_drops_epilog_inputs_on_cpu():
+    rng = np.random.default_rng(10)
+    a, b, bias = rand(rng, (8, 4)), rand(rng, (4, 6)), rand(rng, (8, 1))
+    with Matmul(a, b, execution="cpu") as mm:
+        mm.plan(epilog="bias", epilog_inputs={"bias": bias})
+        mm.release_operands()
+        with pytest.raises(InvalidStateError, match="epilog_inputs"):
+            mm.reset_operands(a, b)
+        bias2 = rand(rng, (8, 1))
+        mm.reset_operands(a, b, epilog_inputs={"bias": bias2})
+        assert rel_l2(mm.execute(), f64(a) @ f64(b) + f64(bias2)) < 2e-6
 
 
 # --------------------------------------------------------------------------- torch (CPU)

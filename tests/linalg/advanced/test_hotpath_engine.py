@@ -9,6 +9,7 @@ these tests check what the engine *calls* (descriptor setters, cache hits, point
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import sys
@@ -19,6 +20,13 @@ import pytest
 
 from cuweave._bindings import cublaslt as lt
 from cuweave._internal import cuda, staging
+from cuweave._internal.errors import (
+    CublasLtError,
+    InvalidOperandError,
+    InvalidOptionError,
+    InvalidStateError,
+    UnsupportedLayoutError,
+)
 from cuweave.linalg.advanced import Matmul, _cuda, matmul
 from cuweave.linalg.advanced.matmul import plan_cache
 
@@ -65,6 +73,9 @@ class FakeTensor:
     def is_conj(self):
         return False
 
+    def is_neg(self):
+        return False
+
     def permute(self, inv):
         return FakeTensor([self.shape[i] for i in inv], self.dtype, self._ptr,
                           [self._strides[i] for i in inv])
@@ -96,6 +107,8 @@ def _fake_torch():
     mod._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0)
     stream = types.SimpleNamespace(cuda_stream=0)
     mod.cuda = types.SimpleNamespace(current_stream=lambda dev=None: stream,
+                                     default_stream=lambda dev=None: stream,
+                                     stream=lambda s: contextlib.nullcontext(),
                                      ExternalStream=lambda s, device=None: stream)
     mod.device = lambda kind, index=None: f"{kind}:{index}"
     return mod
@@ -122,6 +135,11 @@ class FakeGPU:
     def __init__(self, native_fn=None):
         self.matmul_calls = []
         self.set_calls = []
+        self.pref_calls = []  # (attr, value) of each preference_set_attribute
+        self.waits = []  # (waiting stream, stream recorded on) of each cuStreamWaitEvent
+        self.syncs = []  # streams passed to cuda.synchronize
+        self.set_devices = []  # cuda.set_device calls
+        self.devices = 1
         self.on_matmul = None  # optional hook(args) run when a matmul "executes"
         self.torch = _fake_torch()
         self._native_fn = native_fn
@@ -133,9 +151,11 @@ class FakeGPU:
         class Event:
             def __init__(self, timing=True):
                 self.upto = 0
+                self._h = self
 
             def record(self, stream=0):
                 self.upto = len(gpu._queue)
+                self.stream = stream
                 return self
 
             def synchronize(self):
@@ -182,8 +202,10 @@ class FakeGPU:
                      "preference_create"):
             mp.setattr(lt, name, lambda *a, **k: next(handles))
         for name in ("matrix_layout_set_attribute", "matrix_layout_destroy",
-                     "matmul_desc_destroy", "preference_set_attribute", "preference_destroy"):
+                     "matmul_desc_destroy", "preference_destroy"):
             mp.setattr(lt, name, lambda *a, **k: None)
+        mp.setattr(lt, "preference_set_attribute",
+                   lambda pref, attr, value: self.pref_calls.append((int(attr), value)))
         mp.setattr(lt, "matmul_desc_set_attribute",
                    lambda desc, attr, value: self.set_calls.append(
                        (desc, int(attr), _as_int(value))))
@@ -198,9 +220,24 @@ class FakeGPU:
         mp.setattr(_cuda, "_raw_matmul_function", self._matmul_fn)
         mp.setattr(_cuda, "_handles", {})
         mp.setattr(_cuda, "allocate", self._alloc)
-        for name, fn in (("set_device", lambda *a: None), ("total_memory", lambda d: 1 << 34),
+        def synchronize(s):
+            self.syncs.append(s)
+            self._run_until(len(self._queue))
+
+        def wait(stream, event, flags):
+            self.waits.append((stream, event.stream))
+            return (0,)
+
+        def ctx_sync():
+            synchronize("device")
+            return (0,)
+
+        driver = types.SimpleNamespace(cuStreamWaitEvent=wait, cuCtxSynchronize=ctx_sync)
+        for name, fn in (("set_device", self.set_devices.append),
+                         ("total_memory", lambda d: 1 << 34), ("driver", lambda: driver),
+                         ("device_count", lambda: self.devices),
                          ("is_available", lambda: True), ("require", lambda *a: None),
-                         ("synchronize", lambda s: self._run_until(len(self._queue))),
+                         ("synchronize", synchronize),
                          ("host_alloc", self._host_alloc), ("host_free", lambda p: None),
                          ("Event", self.Event), ("memcpy_async", self._memcpy_async)):
             mp.setattr(cuda, name, fn)
@@ -210,9 +247,10 @@ class FakeGPU:
         mp.setattr(plan_cache, "misses", 0)
         return self
 
-    def tensor(self, *shape, dtype="float32", order="C"):
+    def tensor(self, *shape, dtype="float32", order="C", offset=0):
         t = self.torch.empty(shape if order == "C" else shape[::-1],
                              dtype=getattr(self.torch, dtype))
+        t._ptr += offset  # offset > 0: a view starting inside an allocation (less aligned)
         return t if order == "C" else t.t()
 
 
@@ -406,6 +444,188 @@ def test_host_operands_are_uploaded_and_results_downloaded(gpu, monkeypatch, epi
         assert np.array_equal(flat, pattern)
         if epilog:
             assert set(aux) == {"relu_aux"}
+    mm.free()
+
+
+# ---------------------------------------------------------------- review fixes
+_P = lt.PreferenceAttribute
+_ALIGN = (_P.MIN_ALIGNMENT_A_BYTES, _P.MIN_ALIGNMENT_B_BYTES, _P.MIN_ALIGNMENT_C_BYTES,
+          _P.MIN_ALIGNMENT_D_BYTES)
+
+
+def _alignment_prefs(gpu):
+    """The MIN_ALIGNMENT_{A,B,C,D}_BYTES of the last heuristics query."""
+    got = {attr: value for attr, value in gpu.pref_calls if attr in set(map(int, _ALIGN))}
+    return tuple(got[int(attr)] for attr in _ALIGN)
+
+
+def test_function_form_resets_the_stream_each_call(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    matmul(a, b, stream=0x5000)
+    matmul(a, b)  # the cached plan must not keep running on 0x5000
+    assert (plan_cache.misses, plan_cache.hits) == (1, 1)
+    assert [c[15] for c in gpu.matmul_calls] == [0x5000, 0]
+    # ordered on an event recorded when the first call ended (0x5000 may be gone by now)
+    assert gpu.waits == [(0x5000, 0), (0, 0x5000)]
+
+
+def test_release_operands_drops_stream_and_epilog_inputs(gpu):
+    a, b, bias = gpu.tensor(16, 8), gpu.tensor(8, 24), gpu.tensor(16)
+    mm = Matmul(a, b, stream=0x7000)
+    mm.plan(epilog="BIAS", epilog_inputs={"bias": bias})
+    mm.execute()
+    mm.release_operands()
+    assert mm._stream is None and mm._binding.inputs == {}
+    with pytest.raises(InvalidStateError, match="epilog_inputs"):
+        mm.reset_operands(a, b)
+    mm.reset_operands(a, b, epilog_inputs={"bias": gpu.tensor(16)})
+    mm.execute()
+    assert [c[15] for c in gpu.matmul_calls] == [0x7000, 0]
+    mm.free()
+
+
+def test_heuristics_get_the_operands_alignment(gpu):
+    a = gpu.tensor(64, 32, dtype="float16", offset=16)  # 16-byte aligned view
+    b = gpu.tensor(32, 48, dtype="float16")
+    mm = Matmul(a, b)
+    mm.plan()
+    assert mm._problem.swap  # row-major result: lt A is the user's b, lt B the user's a
+    assert _alignment_prefs(gpu) == (256, 16, 256, 256)
+    mm.reset_operands(a=gpu.tensor(64, 32, dtype="float16", offset=32))  # more aligned: fine
+    with pytest.raises(InvalidOperandError, match=r"^a must be at least as aligned.*16 bytes"):
+        mm.reset_operands(a=gpu.tensor(64, 32, dtype="float16", offset=2))
+    with pytest.raises(InvalidOperandError, match=r"^b must be at least as aligned"):
+        mm.reset_operands(b=gpu.tensor(32, 48, dtype="float16", offset=128))
+    mm.free()
+
+
+def test_inplace_result_alignment_is_the_c_pointer(gpu):
+    from cuweave.linalg.advanced import MatmulOptions
+
+    a, b = gpu.tensor(32, 32, order="F"), gpu.tensor(32, 32, order="F")
+    c = gpu.tensor(32, 32, order="F", offset=8)
+    mm = Matmul(a, b, c, beta=1.0, options=MatmulOptions(inplace=True))
+    mm.plan()
+    assert _alignment_prefs(gpu) == (256, 256, 8, 8)
+    mm.free()
+
+
+def test_function_form_plans_again_for_a_less_aligned_operand(gpu):
+    b = gpu.tensor(32, 32, dtype="float16")
+    matmul(gpu.tensor(32, 32, dtype="float16"), b)
+    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 0)
+    assert _alignment_prefs(gpu) == (256, 4, 256, 256)
+    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 1)
+
+
+def test_stream_change_orders_the_new_stream_after_the_old(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    mm.execute()  # the current stream (0): where the workspace was allocated, no wait
+    mm.execute(stream=0x5000)
+    mm.execute(stream=0x5000)  # same stream: nothing to order
+    mm.execute(stream=0x6000)
+    assert gpu.waits == [(0x5000, 0), (0x6000, 0x5000)]
+    assert gpu.syncs == []
+    mm.execute(stream=0x6000, release_workspace=True)
+    assert gpu.syncs == [0x6000]  # the workspace is dropped only after its last use
+    mm.free()
+
+
+def test_engine_free_waits_for_the_last_stream(gpu):
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute(stream=0x5000)
+    mm.free()  # the stream may be destroyed by now: the whole device is waited for
+    assert gpu.syncs == ["device"]
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute(stream=0x5000)
+    mm.release_operands()  # an event now stands for the stream's work
+    gpu.syncs.clear()
+    mm.free()
+    assert gpu.syncs == []  # waited on that event (the fake event runs the queue)
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute()
+    mm.free()
+    assert gpu.syncs == [0]
+
+
+def test_plan_device_is_made_current_with_several_devices(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    gpu.set_devices.clear()
+    mm.execute()
+    assert gpu.set_devices == []  # one device: nothing to do per call
+    mm.free()
+    gpu.devices = 2
+    mm = Matmul(a, b)
+    mm.plan()
+    gpu.set_devices.clear()
+    mm.execute()
+    mm.execute()
+    assert gpu.set_devices == [0, 0]
+    mm.free()
+
+
+def test_bad_algorithm_and_stream_arguments(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    with pytest.raises(InvalidOptionError, match="^algorithm must be"):
+        matmul(a, b, algorithm=3)
+    mm = Matmul(a, b)
+    mm.plan()
+    with pytest.raises(InvalidOptionError, match="^algorithm must be"):
+        mm.execute(algorithm="garbage")
+    with pytest.raises(InvalidOptionError, match="^algorithms"):
+        mm.plan(algorithms=[3])
+    with pytest.raises(InvalidOptionError, match="^stream must be"):
+        mm.execute(stream="s")
+    mm.free()
+
+
+def test_bgrad_layout_requirement_comes_from_the_table(gpu):
+    a, b = gpu.tensor(32, 16), gpu.tensor(16, 24)  # row-major a
+    mm = Matmul(a, b)
+    with pytest.raises(UnsupportedLayoutError, match="^a must be column-major for epilog BGRADA"):
+        mm.plan(epilog="BGRADA")
+    mm.free()
+    mm = Matmul(gpu.tensor(32, 16, order="F"), gpu.tensor(16, 24, order="F"))
+    with pytest.raises(UnsupportedLayoutError, match="^b must be row-major for epilog BGRADB"):
+        mm.plan(epilog="BGRADB")
+    mm.free()
+
+
+def test_autotune_cache_key_and_stale_entry_fallback(gpu, monkeypatch, tmp_path, caplog):
+    from cuweave.linalg.advanced import _autotune_cache
+    from cuweave.linalg.advanced._algorithm import Algorithm
+
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    keys = []
+    for opts in ({}, {"sm_count_target": 8}):
+        mm = Matmul(a, b, options=opts)
+        mm.plan()
+        keys.append(mm._cache_key(mm._binding.spec))
+        mm.options.fast_accumulation = True  # (fp8 only: set on the planned object here)
+        keys.append(mm._cache_key(mm._binding.spec))
+        mm.free()
+    assert len(set(keys)) == 4
+
+    def reject(*args):
+        raise CublasLtError(15, "cublasLtMatmulAlgoCheck")
+
+    monkeypatch.setattr(_autotune_cache, "_state", {"path": str(tmp_path / "c.json")})
+    monkeypatch.setattr(_autotune_cache, "lookup", lambda dev, key: [Algorithm(b"x" * 64, 1)])
+    monkeypatch.setattr(lt, "algo_check", reject)
+    mm = Matmul(a, b)
+    with caplog.at_level("INFO"):
+        algos = mm.plan()
+    assert len(algos) == 1 and algos[0].workspace_size == 1024  # the heuristics' answer
+    assert "rejected" in caplog.text
     mm.free()
 
 

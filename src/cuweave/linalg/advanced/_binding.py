@@ -11,15 +11,28 @@ import numpy as np
 from ..._bindings import cublaslt as lt
 from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE, numpy_dtype
 from ..._internal.operands import check_same_place, empty, wrap_operand
-from ._epilogs import MatmulEpilog, aux_layout, epilog_spec, validate_epilog_inputs
+from ._epilogs import (
+    AUX_LD_BITS,
+    AUX_TYPED,
+    MatmulEpilog,
+    aux_layout,
+    epilog_spec,
+    validate_epilog_inputs,
+)
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
 
-__all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
+__all__ = ["EpilogBinding", "alignment", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
            "perm_from_strides", "device_allocator"]
 
 _SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
 _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are set per execute)
+
+
+def alignment(ptr: int) -> int:
+    """Alignment of a device pointer in bytes as cuBLASLt's heuristics see it (at most 256;
+    ``0`` (not bound yet) counts as 256)."""
+    return min(256, ptr & -ptr) if ptr else 256
 
 
 def lt_epilog(spec, swap: bool):
@@ -142,6 +155,7 @@ class EpilogBinding:
         self.lt = lt_epilog(spec, problem.swap)
         self.inputs = self.wrap_inputs(epilog_inputs)
         check_same_place({**ref_ops, **self.inputs})
+        self.signatures = {k: _input_signature(op) for k, op in self.inputs.items()}
         p = self.p = problem
         d_dtype = types["d"]
         count = p.batch_count
@@ -164,7 +178,7 @@ class EpilogBinding:
         self.outputs = []  # (user name, lt name, shape, strides, dtype)
         for name in self.lt.outputs:
             shape, strides, dtype = aux_layout(name, p.m, p.n, p.batch_shape, d_dtype, **aux_kw)
-            if name == "gelu_aux" and aux_type is not None:
+            if name in AUX_TYPED and aux_type is not None:
                 dtype = aux_type
             user = _SWAP_NAME.get(name, name) if p.swap else name
             self.outputs.append((user, name, shape, strides, dtype))
@@ -172,11 +186,11 @@ class EpilogBinding:
         if aux_name:
             shape, strides, dtype = aux_layout(aux_name, p.m, p.n, p.batch_shape, d_dtype,
                                                **aux_kw)
-            bits = 8 if aux_name == "relu_aux" else 1
+            bits = AUX_LD_BITS[aux_name]
             self.static.append((_A.EPILOGUE_AUX_LD, shape[-2] * bits))
             if count > 1:
                 self.static.append((_A.EPILOGUE_AUX_BATCH_STRIDE, shape[-2] * shape[-1] * bits))
-            if aux_type is not None and aux_name == "gelu_aux":
+            if aux_type is not None and aux_name in AUX_TYPED:
                 self.static.append((_A.EPILOGUE_AUX_DATA_TYPE, int(CUDA_DATA_TYPE[aux_type])))
             self.static.append((_A.EPILOGUE_AUX_POINTER, ctypes.c_void_p(_PLACEHOLDER)))
         if spec.bgrad_output and count > 1:
@@ -206,14 +220,25 @@ class EpilogBinding:
     def reset_inputs(self, inputs: dict, check: bool) -> None:
         """Swap in new (wrapped) epilog inputs (same shapes/strides/dtypes when ``check``)."""
         for k, op in inputs.items():
-            old = self.inputs[k]
-            if check and (op.shape, op.strides, op.dtype, op.package, op.place) != (
-                    old.shape, old.strides, old.dtype, old.package, old.place):
+            if check and _input_signature(op) != self.signatures[k]:
                 from ..._internal.errors import InvalidOperandError
 
                 raise InvalidOperandError(
-                    f"epilog_inputs[{k!r}] must match the planned one ({old!r}), got {op!r}")
+                    f"epilog_inputs[{k!r}] must match the planned one {self.signatures[k]}, "
+                    f"got {op!r}")
             self.inputs[k] = op
+
+    def release_inputs(self) -> None:
+        """Drop the references to the epilog inputs (``reset_inputs`` binds new ones)."""
+        self.inputs = {}
+
+    def missing_inputs(self) -> list:
+        """Required epilog inputs not bound (after :meth:`release_inputs`)."""
+        return [k for k in self.spec.inputs if k not in self.inputs]
+
+
+def _input_signature(op) -> tuple:
+    return (op.shape, op.strides, op.dtype, op.package, op.place)
 
 
 _INPUT_NAMES: dict = {}

@@ -23,8 +23,9 @@ from ..._internal.errors import CublasLtError, InvalidOperandError
 from ..._internal.memory import allocate, parse_memory_limit
 from ..._internal.staging import shared_stager
 from ._algorithm import Algorithm
+from ._binding import alignment
 
-__all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY"]
+__all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY", "alignment"]
 
 SCALE_NUMPY = {
     CudaDataType.CUDA_R_16F: np.float16, CudaDataType.CUDA_R_32F: np.float32,
@@ -35,6 +36,15 @@ _MAX_WORKSPACE = 32 << 20
 _handles: dict[int, int] = {}
 _handles_lock = threading.Lock()
 _A, _B, _C, _D, _ALGO, _WS, _WS_SIZE, _STREAM = 3, 5, 8, 10, 12, 13, 14, 15
+#: ``CudaEngine.last_stream`` after ``detach_stream()``: the engine's event stands for it
+DETACHED = -1
+
+
+def _device_count() -> int:
+    try:
+        return cuda.device_count()
+    except Exception:
+        return 1
 
 
 def handle_for(device_id: int) -> int:
@@ -82,17 +92,29 @@ class CudaEngine:
         self.alpha_buf = self.beta_buf = None
         self.args = None
         self._bound: dict = {}  # descriptor pointer attribute -> the pointer it holds
+        #: the stream of the last run (its work may still use the workspace/staging buffers)
+        self.last_stream = None
+        self._event = None  # reused for ordering streams (created on first need)
+        #: whether runs must make ``device_id`` current (more than one device present)
+        self.multi_device = _device_count() > 1
+        #: lt operand -> minimum pointer alignment (bytes) the heuristics assumed
+        self.alignments = {"a": 256, "b": 256, "c": 256, "d": 256}
 
     # ---------------------------------------------------------------- planning
-    def plan(self, p, types, lt_epilog, epi, prefs, algorithms):
+    def plan(self, p, types, lt_epilog, epi, prefs, algorithms, alignments=None):
         """Create descriptors, run the heuristics (unless ``algorithms``), pre-build args.
 
-        ``epi`` holds the epilog pointers' static parts: ``bias_bstride``, ``aux_ld``,
+        ``alignments`` maps the lt operands ``a``, ``b``, ``c``, ``d`` to the alignment in
+        bytes of their pointers (at most 256; :func:`alignment`): the heuristics only return
+        kernels valid for pointers at least that aligned. ``epi`` holds the epilog pointers'
+        static parts: ``bias_bstride``, ``aux_ld``,
         ``aux_bstride``, ``bias_dtype``, ``aux_dtype`` (or None), ``fp8`` scale pointers.
         """
         self._destroy_descriptors()
         cuda.set_device(self.device_id)
         self.p, self.types = p, types
+        if alignments is not None:
+            self.alignments = dict(alignments)
         desc = lt.matmul_desc_create(types["compute"], types["scale"])
         self._descs.append(desc)
         A = lt.MatmulDescAttribute
@@ -122,6 +144,7 @@ class CudaEngine:
             algorithms = [self._check(alg) for alg in algorithms]
         self.algorithms = algorithms
         self._ensure_workspace(max(a.workspace_size for a in algorithms), 0)
+        self.last_stream = 0  # the workspace was allocated ordered on stream 0
         self.alpha_buf = np.zeros(1, SCALE_NUMPY[CudaDataType(types["scale"])])
         self.beta_buf = np.zeros(1, self.alpha_buf.dtype)
         self._bound = {int(attr): v.value or 0 for attr, v in epi.static_attributes()
@@ -155,6 +178,10 @@ class CudaEngine:
                 lt.preference_set_attribute(pref, P.MAX_WAVES_COUNT,
                                             float(prefs.max_waves_count))
             lt.preference_set_attribute(pref, P.IMPL_MASK, int(prefs.numerical_impl_mask))
+            al = self.alignments
+            for name, attr in (("a", P.MIN_ALIGNMENT_A_BYTES), ("b", P.MIN_ALIGNMENT_B_BYTES),
+                               ("c", P.MIN_ALIGNMENT_C_BYTES), ("d", P.MIN_ALIGNMENT_D_BYTES)):
+                lt.preference_set_attribute(pref, attr, int(al[name]))
             results = lt.algo_get_heuristic(self.handle, self.desc, self.la, self.lb, self.lc,
                                             self.ld, pref, prefs.limit)
         except CublasLtError as e:
@@ -186,6 +213,8 @@ class CudaEngine:
     def _ensure_workspace(self, nbytes: int, stream: int) -> None:
         if self.workspace is not None and self.workspace_size >= nbytes:
             return
+        if self.workspace is not None:
+            self._quiesce()  # a queued run may still use the old workspace
         self.workspace = allocate(nbytes, package=self.package if not self.host else None,
                                   device_id=self.device_id, stream=stream,
                                   allocator=self.options.allocator)
@@ -195,7 +224,57 @@ class CudaEngine:
             self._ptrs[_WS_SIZE].value = nbytes
 
     def release_workspace(self) -> None:
+        if self.workspace is not None:
+            self._quiesce()
         self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
+
+    def _quiesce(self) -> None:
+        """Wait for the last run's stream before its workspace or staging buffers go away."""
+        if self.last_stream == DETACHED:
+            self._event.synchronize()
+        elif self.last_stream is not None:
+            cuda.synchronize(self.last_stream)
+
+    def _record(self, stream: int):
+        ev = self._event
+        if ev is None:
+            ev = self._event = cuda.Event(timing=False)
+        return ev.record(stream)
+
+    def detach_stream(self) -> None:
+        """Stop referring to the last run's stream (its owner may destroy it once the call
+        returns): an event recorded on it now stands for its pending work. Stream 0 needs
+        nothing (it always exists)."""
+        if self.last_stream not in (None, 0, DETACHED):
+            self._record(self.last_stream)
+            self.last_stream = DETACHED
+
+    def _quiesce_device(self) -> None:
+        """:meth:`_quiesce` when the last stream may be gone (``free()`` long after the last
+        run, e.g. a plan-cache eviction): stream 0 is always valid, else wait for the whole
+        device (a destroyed stream's handle must not be used)."""
+        if self.last_stream in (0, DETACHED):
+            self._quiesce()
+            return
+        cuda.set_device(self.device_id)
+        cuda.check(cuda.driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def switch_stream(self, stream: int) -> None:
+        """Order a run on ``stream`` after the last run's stream (the workspace and staging
+        buffers are shared); the caller only calls it when the stream changes."""
+        old, self.last_stream = self.last_stream, stream
+        if old is None:
+            return
+        ev = self._event if old == DETACHED else self._record(old)
+        cuda.check(cuda.driver().cuStreamWaitEvent(stream, ev._h, 0), "cuStreamWaitEvent")
+
+    def enter(self, stream: int) -> None:
+        """Prepare a run on ``stream``: the plan's device current (several devices only) and
+        ``stream`` ordered after the previous run's stream when it changed."""
+        if self.multi_device:
+            cuda.set_device(self.device_id)
+        if stream != self.last_stream:
+            self.switch_stream(stream)
 
     # ---------------------------------------------------------------- host staging
     def _allocate_staging(self, p, types) -> None:
@@ -209,6 +288,8 @@ class CudaEngine:
         for name, nbytes in need.items():
             buf = self._buffers.get(name)
             if buf is None or buf.size < nbytes:
+                if buf is not None:
+                    self._quiesce()
                 self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
                                                stream=0)
 
@@ -216,6 +297,8 @@ class CudaEngine:
         """A cached device buffer (host staging of operands and epilog inputs/outputs)."""
         buf = self._buffers.get(name)
         if buf is None or buf.size < nbytes:
+            if buf is not None:
+                self._quiesce()  # a queued run may still read the old buffer
             buf = self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
                                                  stream=0)
         return buf.device_ptr
@@ -279,6 +362,8 @@ class CudaEngine:
         ``bind()`` returns ``(a, b, c, d)`` device pointers valid for repeated runs (alpha and
         beta are already in their buffers).
         """
+        if stream != self.last_stream:
+            self.switch_stream(stream)
         a, b, c, d = bind()
         flush_bytes = max(cuda.l2_cache_size(self.device_id), 1 << 20) * 2
         flush = allocate(flush_bytes, package=None, device_id=self.device_id, stream=stream)
@@ -323,8 +408,14 @@ class CudaEngine:
 
     def free(self) -> None:
         self._destroy_descriptors()
-        self.release_workspace()
+        if (self.workspace is not None or self._buffers) and self.last_stream is not None:
+            try:
+                self._quiesce_device()
+            except Exception:  # no usable driver any more (interpreter shutdown)
+                pass
+        self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
         self._buffers.clear()
+        self.last_stream = None
         self._stager = None  # the process-wide stager outlives the engine
         self.args = self._ptrs = None
         self._bound = {}

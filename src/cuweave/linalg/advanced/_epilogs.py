@@ -73,6 +73,8 @@ __all__ = [
     "gelu_aux_ld",
     "GELU_COEFF",
     "GELU_SCALE",
+    "AUX_LD_BITS",
+    "AUX_TYPED",
 ]
 
 #: cubic coefficient and outer scale (``sqrt(2/pi)``) of the tanh GELU approximation
@@ -137,6 +139,11 @@ class EpilogSpec:
     cpu_impl : str
         Name of the CPU point-wise kernel in :mod:`cuweave.linalg.advanced._cpu`
         (``act_<activation>``; see :attr:`cpu`).
+    layout_requirement : tuple or None
+        A cuBLASLt operand-layout restriction in the lt frame: ``(operand, needs_op_n,
+        need, fix)``: lt ``operand`` (``"a"``/``"b"``) must (``needs_op_n``) or must not be
+        untransposed (op N); ``need``/``fix`` word the error for the user (measured on
+        cuBLASLt 13.1: BGRADA needs lt ``A`` untransposed, BGRADB lt ``B`` transposed).
     """
 
     epilog: MatmulEpilog
@@ -152,6 +159,7 @@ class EpilogSpec:
     min_k: int = 1
     bgrad_source: str | None = None
     cpu_impl: str = "act_identity"
+    layout_requirement: tuple | None = None
 
     @property
     def name(self) -> str:
@@ -216,13 +224,22 @@ EPILOGS: dict[MatmulEpilog, EpilogSpec] = {
               bgrad_output="dgelu_bgrad", min_version=_V_BACKWARD,
               batched_min_version=_V_BACKWARD, min_k=2),
         _spec("BGRADA", bgrad_output="bgrada", min_version=_V_BACKWARD,
-              batched_min_version=_V_BACKWARD, result_col_major=False),
+              batched_min_version=_V_BACKWARD, result_col_major=False,
+              layout_requirement=("a", True, "a must be column-major",
+                                  "a Fortran-ordered a (or x.T of a row-major array)")),
         _spec("BGRADB", bgrad_output="bgradb", min_version=_V_BACKWARD,
-              batched_min_version=_V_BACKWARD),
+              batched_min_version=_V_BACKWARD,
+              layout_requirement=("b", False, "b must be row-major", "a C-ordered b")),
     )
 }
 
 _BY_NAME = {e.name.lower(): e for e in MatmulEpilog}
+
+#: aux matrices (``aux_output``/``aux_input`` names): bits per stored element of the lt
+#: leading dimension (``EPILOGUE_AUX_LD`` is in elements, the ReLU mask packs 8 per byte)
+AUX_LD_BITS = {"relu_aux": 8, "gelu_aux": 1}
+#: aux matrices whose dtype ``MatmulPlanPreferences.epilog.aux_type`` may set
+AUX_TYPED = frozenset({"gelu_aux"})
 
 
 def epilog_spec(value, name: str = "epilog") -> EpilogSpec:
@@ -273,6 +290,9 @@ def validate_epilog_inputs(spec, epilog_inputs: Mapping | None) -> dict:
         A required key is missing or an unexpected one is present.
     """
     spec = epilog_spec(spec)
+    if epilog_inputs is not None and not isinstance(epilog_inputs, Mapping):
+        raise InvalidOptionError(
+            f"epilog_inputs must be a dict (name -> array) or None, got {epilog_inputs!r}")
     given = dict(epilog_inputs or {})
     need = set(spec.inputs)
     if set(given) != need:

@@ -265,37 +265,16 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
             f"b must have {K} rows to match a's columns (a @ b), got a {a_shape} and b {b_shape}")
     batch_shape = broadcast_batch(a_shape[:-2], b_shape[:-2])
     count = int(np.prod(batch_shape, dtype=np.int64)) if batch_shape else 1
+    if 0 in (M, N, K, count):
+        raise InvalidOperandError(
+            "a and b must not have empty dimensions (empty products are not supported), got "
+            f"M={M}, N={N}, K={K} and batch shape {batch_shape}")
     a_bs = batch_stride(a_shape[:-2], a_strides[:-2], batch_shape, "a")
     b_bs = batch_stride(b_shape[:-2], b_strides[:-2], batch_shape, "b")
     c_bcast, c_orient, c_bs = False, None, 0
     if c_shape is not None:
         c_shape, c_strides = tuple(c_shape), tuple(c_strides)
-        if len(c_shape) < 2 or c_shape[-2:] not in ((M, N), (M, 1)):
-            raise InvalidOperandError(
-                f"c shape must be (M, N)=({M}, {N}) or (M, 1)=({M}, 1), optionally batched as "
-                f"{batch_shape}, got {c_shape!r}")
-        broadcast_batch(c_shape[:-2], batch_shape)
-        if len(c_shape) - 2 > len(batch_shape) or (
-                c_shape[:-2] and tuple(np.broadcast_shapes(c_shape[:-2], batch_shape))
-                != batch_shape):
-            raise InvalidOperandError(
-                f"c batch shape must broadcast to {batch_shape}, got {c_shape[:-2]}")
-        c_bcast = c_shape[-1] != N
-        if not c_bcast:
-            c_orient = _matrix_orientation(M, N, c_strides[-2], c_strides[-1])
-            try:
-                c_bs = batch_stride(c_shape[:-2], c_strides[:-2], batch_shape, "c")
-            except UnsupportedLayoutError:
-                if inplace:
-                    raise
-                c_bcast = True  # materialized into the result first
-            if c_orient is None and not c_bcast and not _storages(
-                    M, N, c_strides[-2], c_strides[-1]):
-                if inplace:
-                    raise UnsupportedLayoutError(
-                        f"c must be row- or column-major for inplace=True, got strides "
-                        f"{c_strides}")
-                c_bcast = True
+        c_bcast, c_orient, c_bs = _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace)
     if inplace:
         if c_shape is None or c_bcast or tuple(c_shape[:-2]) != batch_shape or (
                 batch_shape and c_bs == 0 and count > 1):
@@ -337,6 +316,36 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
     squeeze = tuple(ax for ax in (sq_a, sq_b) if ax is not None)
     return Problem(m, n, K, batch_shape, count, swap, lt_a, lt_b, d, c_lt, c_bcast, M, N,
                    batch_shape + (M, N), perm, squeeze)
+
+
+def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
+    """``(c_broadcast, c_orientation, c_batch_stride)`` of ``c`` (see :func:`analyze`)."""
+    if len(c_shape) < 2 or c_shape[-2:] not in ((M, N), (M, 1)):
+        raise InvalidOperandError(
+            f"c shape must be (M, N)=({M}, {N}) or (M, 1)=({M}, 1), optionally batched as "
+            f"{batch_shape}, got {c_shape!r}")
+    broadcast_batch(c_shape[:-2], batch_shape)
+    if len(c_shape) - 2 > len(batch_shape) or (
+            c_shape[:-2] and tuple(np.broadcast_shapes(c_shape[:-2], batch_shape))
+            != batch_shape):
+        raise InvalidOperandError(
+            f"c batch shape must broadcast to {batch_shape}, got {c_shape[:-2]}")
+    c_bcast, c_orient, c_bs = c_shape[-1] != N, None, 0
+    if c_bcast:
+        return c_bcast, c_orient, c_bs
+    c_orient = _matrix_orientation(M, N, c_strides[-2], c_strides[-1])
+    try:
+        c_bs = batch_stride(c_shape[:-2], c_strides[:-2], batch_shape, "c")
+    except UnsupportedLayoutError:
+        if inplace:
+            raise
+        c_bcast = True  # materialized into the result first
+    if c_orient is None and not c_bcast and not _storages(M, N, c_strides[-2], c_strides[-1]):
+        if inplace:
+            raise UnsupportedLayoutError(
+                f"c must be row- or column-major for inplace=True, got strides {c_strides}")
+        c_bcast = True
+    return c_bcast, c_orient, c_bs
 
 
 def _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs, conj_a, conj_b, fp8):

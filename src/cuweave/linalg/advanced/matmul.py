@@ -8,6 +8,7 @@ creates the backend's plan, ``execute`` runs it. The backend is a parameter: CUD
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -15,7 +16,12 @@ import numpy as np
 
 from ..._internal import cuda
 from ..._internal.cache import PlanCache
-from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
+from ..._internal.errors import (
+    CublasLtError,
+    InvalidOperandError,
+    InvalidOptionError,
+    InvalidStateError,
+)
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
 from ..._internal.operands import check_same_place, empty, wrap_operand
@@ -26,11 +32,23 @@ from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
     _input_name,
+    alignment,
     dense_bytes,
     device_allocator,
     frame_constraints,
     perm_from_strides,
     staged,
+)
+from ._checks import (
+    _check_algorithm,
+    _check_lt_layout,
+    _conj_flags,
+    _freeze,
+    _input_key,
+    _op_key,
+    _scalar,
+    _signature,
+    alignment_error,
 )
 from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
 from ._layout import analyze, host_view, remember_aux_frame
@@ -38,7 +56,6 @@ from ._options import (
     MatmulOptions,
     MatmulPlanPreferences,
     MatmulQuantizationScales,
-    matrix_qualifiers_dtype,
 )
 from ._types import resolve_types
 
@@ -50,64 +67,12 @@ _log = get_logger("linalg.advanced")
 plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
 
 
-def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
-    conj = [ops["a"].conj, ops["b"].conj]
-    if qualifiers is not None:
-        q = np.asarray(qualifiers)
-        if q.dtype != matrix_qualifiers_dtype or q.shape not in ((2,), (3,)):
-            raise InvalidOptionError(
-                "qualifiers must be a length-3 array of matrix_qualifiers_dtype, got "
-                f"{qualifiers!r}")
-        if np.any(q["structure"] != 0):
-            raise InvalidOptionError(f"qualifiers structure must be GENERAL (0), got "
-                                     f"{q['structure'].tolist()}")
-        if q.shape[0] == 3 and bool(q["is_conjugate"][2]):
-            raise InvalidOptionError("qualifiers is_conjugate must be False for c, got True")
-        conj = [conj[i] ^ bool(q["is_conjugate"][i]) for i in range(2)]
-    return conj[0], conj[1]
-
-
-def _signature(op) -> tuple:
-    """What a reset operand must share with the planned one."""
-    return (op.shape, op.strides, op.dtype, op.package, op.place, op.conj)
-
-
-def _scalar(value, default, name):
-    if value is None:
-        return default
-    if isinstance(value, int | float | complex | np.number) and not isinstance(value, bool):
-        return value
-    raise InvalidOperandError(f"{name} must be a real or complex scalar, got {value!r}")
-
-
 def _squeeze(obj, axes):
     if not hasattr(obj, "squeeze"):
         return obj
     for ax in sorted(axes):
         obj = obj.squeeze(ax)
     return obj
-
-
-def _check_bgrad_layout(lt_epilog, p) -> None:
-    """cuBLASLt's BGRADA needs lt ``A`` untransposed, BGRADB needs lt ``B`` transposed
-    (measured on cuBLASLt 13.1: other layouts report NOT_SUPPORTED)."""
-    from ..._bindings.cublaslt import Operation
-    from ..._internal.errors import UnsupportedLayoutError
-    from ._epilogs import MatmulEpilog
-
-    user = {MatmulEpilog.BGRADA: "BGRADB", MatmulEpilog.BGRADB: "BGRADA"} if p.swap else {
-        MatmulEpilog.BGRADA: "BGRADA", MatmulEpilog.BGRADB: "BGRADB"}
-    if lt_epilog == MatmulEpilog.BGRADA and p.a.op != Operation.N:
-        bad = user[lt_epilog]
-    elif lt_epilog == MatmulEpilog.BGRADB and p.b.op == Operation.N:
-        bad = user[lt_epilog]
-    else:
-        return
-    need, fix = (("a must be column-major", "a Fortran-ordered a (or x.T of a row-major array)")
-                 if bad == "BGRADA" else ("b must be row-major", "a C-ordered b"))
-    raise UnsupportedLayoutError(
-        f"{need} for epilog {bad} on the GPU (a cuBLASLt restriction); pass {fix}",
-        permutation=(1, 0))
 
 
 def _batched_view(arr, count):
@@ -192,6 +157,9 @@ class Matmul(StatefulObject):
                 f"fp8 results only), got {self._scales.d!r} for result {self._types['d']!r}")
         self._stream = stream
         self._stream_ptr = None  # ``stream`` resolved at plan time
+        if stream is not None:
+            resolve_stream(stream, package=self._package, device_id=self._device_id or 0)
+        self._alignments = {}  # user operand -> pointer alignment assumed by the plan
         self._engine = None
         self._binding = None
         self._algorithms = None
@@ -218,7 +186,7 @@ class Matmul(StatefulObject):
 
     @alpha.setter
     def alpha(self, value) -> None:
-        self._alpha = value
+        self._alpha = self._check_scalar(value, "alpha")
         if self._engine is not None:
             self._engine.set_scalars(value, self._beta)
 
@@ -228,9 +196,29 @@ class Matmul(StatefulObject):
 
     @beta.setter
     def beta(self, value) -> None:
-        self._beta = value
+        self._beta = self._check_scalar(value, "beta")
         if self._engine is not None:
             self._engine.set_scalars(self._alpha, value)
+
+    def _check_scalar(self, value, name):
+        """``value`` validated as ``__init__`` does (a real scalar for real operands)."""
+        if value is None:
+            raise InvalidOperandError(f"{name} must be a real or complex scalar, got None")
+        value = _scalar(value, None, name)
+        if isinstance(value, complex | np.complexfloating) and \
+                not self._types["a"].startswith("complex"):
+            raise InvalidOperandError(f"{name} must be real for real operands, got {value!r}")
+        return value
+
+    def _set_stream(self, stream) -> None:
+        """The stream of the following runs (``None``: the package's current stream then)."""
+        if stream is None:
+            self._stream = self._stream_ptr = None
+            return
+        ptr = resolve_stream(stream, package=self._package,
+                             device_id=self._device_id or 0).ptr  # validates on the CPU too
+        self._stream = stream
+        self._stream_ptr = None if self._on_cpu or self._hot is None else ptr
 
     # ---------------------------------------------------------------- operands
     def _bind_operands(self, ops) -> None:
@@ -250,12 +238,17 @@ class Matmul(StatefulObject):
 
     def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None,
                        quantization_scales=None, epilog_inputs=None, stream=None):
-        """Replace operands (positional or keyword) with arrays of the planned layout."""
+        """Replace operands (positional or keyword) with arrays of the planned layout.
+
+        Device operands must be at least as aligned as the planned ones (InvalidOperandError
+        otherwise)."""
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, True)
 
     def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None,
                                  quantization_scales=None, epilog_inputs=None, stream=None):
-        """:meth:`reset_operands` without any check (the caller guarantees the layouts)."""
+        """:meth:`reset_operands` without any check: the caller guarantees the planned
+        layouts and device pointers at least as aligned as the planned ones (cuBLASLt kernels
+        are chosen for the planned alignment, up to 256 bytes)."""
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, False)
 
     def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
@@ -278,10 +271,18 @@ class Matmul(StatefulObject):
                 if _signature(op) != sigs[name]:
                     raise InvalidOperandError(
                         f"{name} must match the planned operand {sigs[name]}, got {op!r}")
+                need = self._alignments.get(name)
+                if need is not None and alignment(op.ptr) < need:
+                    raise alignment_error(name, alignment(op.ptr), need)
         if ops is None:
             if len(new) != len(sigs):
                 raise InvalidStateError("reset_operands() after release_operands() needs "
                                         f"{', '.join(sigs)}")
+            missing = [k for k in self._binding.missing_inputs() if k not in (inputs or {})] \
+                if self._binding is not None else []
+            if missing:
+                raise InvalidStateError("reset_operands() after release_operands() needs "
+                                        f"epilog_inputs {missing}")
             ops = new
         else:
             ops.update(new)
@@ -291,23 +292,30 @@ class Matmul(StatefulObject):
             for k, op in new.items():
                 st[k] = staged(op)
         if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
-            self.alpha = _scalar(alpha, 1.0, "alpha")
+            self.alpha = alpha
         if beta is not None and (check or beta != self._beta):
-            self.beta = _scalar(beta, 0.0, "beta")
+            self.beta = beta
         if scales is not None:
             self._scales = coerce_options(scales, MatmulQuantizationScales,
                                           "quantization_scales")
         if inputs is not None:
             self._binding.reset_inputs(inputs, check)
         if stream is not None:
-            self._stream = stream
-            self._stream_ptr = None if self._on_cpu else self._resolve_stream(stream)
+            self._set_stream(stream)
 
     def release_operands(self) -> None:
-        """Drop references to the operands (``reset_operands`` binds new ones)."""
+        """Drop references to the operands, the epilog inputs and the stream object
+        (``reset_operands`` binds new ones; runs then use the package's current stream unless
+        it is given a ``stream``)."""
         self._ops = None
         if self._host:
             self._staged = {}
+        self._stream = self._stream_ptr = None
+        if self._binding is not None:
+            self._binding.release_inputs()
+        eng = self._engine
+        if eng is not None and eng.last_stream:  # a stream other than 0 may be destroyed
+            eng.detach_stream()
 
     # ---------------------------------------------------------------- plan
     def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None,
@@ -317,7 +325,15 @@ class Matmul(StatefulObject):
         if self._ops is None:
             raise InvalidStateError("plan() needs operands: call reset_operands() first")
         t0 = time.perf_counter()
-        prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
+        if algorithms is not None:
+            if isinstance(algorithms, Algorithm) or not isinstance(algorithms, list | tuple):
+                raise InvalidOptionError(
+                    f"algorithms must be None or a list of Algorithm objects, got {algorithms!r}")
+            for alg in algorithms:
+                _check_algorithm(alg, "algorithms[i]")
+        if stream is not None:
+            self._set_stream(stream)
+        prefs = self._prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
         inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]")
                   for k, v in validate_epilog_inputs(spec, epilog_inputs).items()}
@@ -357,19 +373,43 @@ class Matmul(StatefulObject):
             raise UnsupportedLayoutError(
                 f"c must be a full (M, N) matrix in a cuBLASLt layout for {self._package} "
                 "operands (broadcasting c needs torch or CuPy), got a broadcast/strided c")
-        _check_bgrad_layout(self._binding.lt.epilog, p)
+        _check_lt_layout(self._binding.lt, spec, p)
         self._engine = _cuda.CudaEngine(self._device_id, self._package, self._host, self.options)
-        key = None
+        lt_align = self._plan_alignments(p)
+        cached = None
         if algorithms is None and _autotune_cache.enabled():
-            key = self._cache_key(spec)
-            algorithms = _autotune_cache.lookup(self._device_id, key)
-        return self._engine.plan(p, self._types, self._binding.lt, self._binding, prefs,
-                                 list(algorithms) if algorithms is not None else None)
+            algorithms = cached = _autotune_cache.lookup(self._device_id, self._cache_key(spec))
+        plan = functools.partial(self._engine.plan, p, self._types, self._binding.lt,
+                                 self._binding, prefs, alignments=lt_align)
+        if cached is None:
+            return plan(list(algorithms) if algorithms is not None else None)
+        try:
+            return plan(list(cached))
+        except CublasLtError as e:  # a stale entry (another library build, layout, ...)
+            self._log.info("autotune cache: the stored algorithms were rejected (%s); running "
+                           "the heuristics", e)
+            return plan(None)
+
+    def _plan_alignments(self, p) -> dict:
+        """Pointer alignments (bytes, <= 256) the heuristics may assume, in the lt frame;
+        records the user operands' in ``_alignments`` (checked by ``reset_operands``)."""
+        ops = self._ops
+        self._alignments = {} if self._host else {k: alignment(op.ptr) for k, op in ops.items()}
+        user = dict.fromkeys(("a", "b", "c"), 256)  # staged buffers and new results: 256
+        user.update(self._alignments)
+        x, y = ("b", "a") if p.swap else ("a", "b")
+        d = user["c"] if self.options.inplace else 256
+        c = user["c"] if p.c is not None else d
+        return {"a": user[x], "b": user[y], "c": c, "d": d}
 
     def _cache_key(self, spec):
-        p, t = self._problem, self._types
-        return repr((p.a, p.b, p.d, p.c, p.m, p.n, p.k, p.batch_count, t["a"], t["b"], t["d"],
-                     int(t["compute"]), int(t["scale"]), int(self._binding.lt.epilog)))
+        p, t, o = self._problem, self._types, self.options
+        prefs = getattr(self, "_prefs", None)
+        aux_type = prefs.epilog.aux_type if prefs is not None else None
+        return repr((p.a, p.b, p.d, p.c, p.m, p.n, p.k, p.batch_count, t["a"], t["b"], t["c"],
+                     t["c_layout"], t["d"], int(t["compute"]), int(t["scale"]),
+                     int(self._binding.lt.epilog), bool(o.fast_accumulation),
+                     o.sm_count_target or 0, aux_type))
 
     def applicable_algorithm_ids(self, limit: int = 8) -> list[int]:
         """Algorithm ids cuBLASLt has for this problem's types (the CPU: ``[-1]``)."""
@@ -429,10 +469,10 @@ class Matmul(StatefulObject):
         outputs = []
         for user, ltname, shape, strides, dtype in bind.outputs:
             perm = perm_from_strides(shape, strides)
-            attr = _A.EPILOGUE_AUX_POINTER if ltname.endswith("_aux") else _A.BIAS_POINTER
+            is_aux = ltname == bind.lt.aux_output  # an aux matrix, else a bias gradient
+            attr = _A.EPILOGUE_AUX_POINTER if is_aux else _A.BIAS_POINTER
             # frames are remembered only where a backward pass could not tell them apart
-            remember = shape if user in ("relu_aux", "gelu_aux") and p.user_m == p.user_n \
-                else None
+            remember = shape if is_aux and p.user_m == p.user_n else None
             alloc = None if self._host else device_allocator(self._package, shape, dtype, perm,
                                                              dev)
             outputs.append((user, ltname, attr, alloc, (shape, dtype, perm), remember))
@@ -453,7 +493,11 @@ class Matmul(StatefulObject):
         if self._ops is None:
             raise InvalidStateError("execute() after release_operands(): call "
                                     "reset_operands() first")
+        if algorithm is not None:
+            _check_algorithm(algorithm)
         if self._on_cpu:
+            if stream is not None:
+                resolve_stream(stream, package=self._package)  # validates
             result, aux = self._execute_cpu()
         else:
             result, aux = self._execute_cuda(algorithm, release_workspace, stream)
@@ -528,12 +572,14 @@ class Matmul(StatefulObject):
 
     def _remember_aux(self, aux) -> None:
         for user, op in aux.values():
-            if user in ("relu_aux", "gelu_aux"):
+            if user == self._binding.spec.aux_output:
                 remember_aux_frame(op.ptr, op.shape, self._problem.swap)
 
     def _execute_cuda(self, algorithm, release_workspace, stream):
         s = self._resolve_stream(stream)
-        hot = self._hot
+        hot, eng = self._hot, self._engine
+        if eng.multi_device or s != eng.last_stream:
+            eng.enter(s)
         state = {} if hot.general else None
         a, b, c, d, res, aux = self._bind_run(s, stream is not None or
                                               self._stream_ptr is not None, state)
@@ -678,30 +724,6 @@ class Matmul(StatefulObject):
         self._staged = {}
 
 
-def _freeze(value):
-    """A hashable stand-in for an option value (dataclasses and dicts by content)."""
-    if value is None or isinstance(value, str | int | float):
-        return value
-    if isinstance(value, dict):
-        return (dict, tuple(sorted((k, _freeze(v)) for k, v in value.items())))
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields is not None:
-        return (type(value), tuple(_freeze(getattr(value, f)) for f in fields))
-    if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.shape, value.tobytes())
-    try:
-        hash(value)
-    except TypeError:
-        return (type(value), repr(value))
-    return value
-
-
-def _op_key(op) -> tuple | None:
-    if op is None:
-        return None
-    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
-
-
 def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None,
            qualifiers=None, quantization_scales=None, options=None, preferences=None,
            algorithm=None, execution=None, stream=None):
@@ -714,11 +736,16 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
     inputs = None
+    if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
+        validate_epilog_inputs(epilog, epilog_inputs)  # raises: not a dict
+    if algorithm is not None:
+        _check_algorithm(algorithm)
     if epilog_inputs:
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
     key = (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops.get("c")), beta is None,
            _freeze(epilog),
-           None if inputs is None else tuple(sorted((k, _op_key(v)) for k, v in inputs.items())),
+           None if inputs is None else tuple(sorted((k, _input_key(v))
+                                                    for k, v in inputs.items())),
            None if qualifiers is None else _freeze(np.asarray(qualifiers)),
            None if quantization_scales is None else _freeze(quantization_scales),
            None if options is None else _freeze(options),
@@ -736,7 +763,7 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
                 algorithms=[algorithm] if algorithm is not None else None)
     else:
         mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
-                   stream, False)
+                   None, False)  # the stream: release_operands() reset it; execute gets it
     try:
         return mm.execute(stream=stream)
     finally:

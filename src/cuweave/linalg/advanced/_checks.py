@@ -1,0 +1,105 @@
+"""Argument checks and cache keys of :mod:`cuweave.linalg.advanced.matmul` (pure Python)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._internal.errors import InvalidOperandError, InvalidOptionError
+from ._algorithm import Algorithm
+from ._binding import alignment
+from ._options import matrix_qualifiers_dtype
+
+__all__ = ["alignment_error"]
+
+
+def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
+    conj = [ops["a"].conj, ops["b"].conj]
+    if qualifiers is not None:
+        q = np.asarray(qualifiers)
+        if q.dtype != matrix_qualifiers_dtype or q.shape not in ((2,), (3,)):
+            raise InvalidOptionError(
+                "qualifiers must be a length-3 array of matrix_qualifiers_dtype, got "
+                f"{qualifiers!r}")
+        if np.any(q["structure"] != 0):
+            raise InvalidOptionError(f"qualifiers structure must be GENERAL (0), got "
+                                     f"{q['structure'].tolist()}")
+        if q.shape[0] == 3 and bool(q["is_conjugate"][2]):
+            raise InvalidOptionError("qualifiers is_conjugate must be False for c, got True")
+        conj = [conj[i] ^ bool(q["is_conjugate"][i]) for i in range(2)]
+    return conj[0], conj[1]
+
+
+def _signature(op) -> tuple:
+    """What a reset operand must share with the planned one."""
+    return (op.shape, op.strides, op.dtype, op.package, op.place, op.conj)
+
+
+def _scalar(value, default, name):
+    if value is None:
+        return default
+    if isinstance(value, int | float | complex | np.number) and not isinstance(value, bool):
+        return value
+    raise InvalidOperandError(f"{name} must be a real or complex scalar, got {value!r}")
+
+
+def _check_lt_layout(lt_spec, user_spec, p) -> None:
+    """The epilog's operand-layout restriction (``EpilogSpec.layout_requirement``): checked on
+    the lt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
+    swapped)."""
+    req = lt_spec.layout_requirement
+    if req is None:
+        return
+    from ..._bindings.cublaslt import Operation
+    from ..._internal.errors import UnsupportedLayoutError
+
+    which, needs_n = req[:2]
+    if (getattr(p, which).op == Operation.N) == needs_n:
+        return
+    need, fix = user_spec.layout_requirement[2:]
+    raise UnsupportedLayoutError(
+        f"{need} for epilog {user_spec.name} on the GPU (a cuBLASLt restriction); pass {fix}",
+        permutation=(1, 0))
+
+
+def _check_algorithm(value, name="algorithm"):
+    if value is not None and not isinstance(value, Algorithm):
+        raise InvalidOptionError(
+            f"{name} must be None or an Algorithm from Matmul.plan/algorithms, got {value!r}")
+    return value
+
+
+def alignment_error(name, have, need):
+    return InvalidOperandError(
+        f"{name} must be at least as aligned as the planned operand ({need} bytes), got a "
+        f"pointer aligned to {have} bytes; plan again (or use a {need}-byte aligned array)")
+
+
+def _freeze(value):
+    """A hashable stand-in for an option value (dataclasses and dicts by content)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, dict):
+        return (dict, tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        return (type(value), tuple(_freeze(getattr(value, f)) for f in fields))
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), repr(value))
+    return value
+
+
+def _op_key(op) -> tuple | None:
+    """What a cached plan needs of an operand; device pointers also by alignment (a less
+    aligned operand gets its own plan: cuBLASLt kernels assume the planned alignment)."""
+    if op is None:
+        return None
+    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj,
+            alignment(op.ptr) if op.device == "cuda" else 0)
+
+
+def _input_key(op) -> tuple:
+    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
