@@ -163,11 +163,12 @@ def _gpu_cases(results, quick):
     peers = (torch, cupy, nvmath)
     m = 256 if quick else 512
     throughput = [
-        ("1-D 16384x1024 c64", (1024, 16384), (1,), {}),
+        # 16384 transforms of 1024 points (the batch is the first axis)
+        ("1-D 16384x1024 c64", (16384, 1024), (1,), {}),
         ("1-D 64x2^20 c64", (64, 1 << 20), (1,), {}),
-        ("ifft norm=backward 16384x1024", (1024, 16384), (1,),
+        ("ifft norm=backward 16384x1024", (16384, 1024), (1,),
          {"norm": "backward", "inverse": True}),
-        ("fft norm=ortho 16384x1024", (1024, 16384), (1,), {"norm": "ortho"}),
+        ("fft norm=ortho 16384x1024", (16384, 1024), (1,), {"norm": "ortho"}),
         ("2-D 4096^2 c64", (4096, 4096), (0, 1), {}),
         (f"3-D {m}^3 c64", (m, m, m), (0, 1, 2), {}),
     ]
