@@ -115,6 +115,22 @@ class Matmul(StatefulObject):
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
         EXT. Host operands default to CUDA when a GPU is usable, else the CPU.
     stream : stream-like, optional
+
+    Examples
+    --------
+    Plan once, execute many times; ``reset_operands`` swaps in new data of the same layout.
+
+    >>> import numpy as np
+    >>> from cuweave.linalg.advanced import Matmul, MatmulEpilog
+    >>> a = np.ones((4, 3), np.float32)
+    >>> b = np.full((3, 2), 2.0, np.float32)
+    >>> with Matmul(a, b, execution="cpu") as mm:
+    ...     algorithms = mm.plan(epilog=MatmulEpilog.RELU)
+    ...     first = mm.execute()
+    ...     mm.reset_operands(a=-a)
+    ...     second = mm.execute()
+    >>> first[0].tolist(), second[0].tolist()
+    ([6.0, 6.0], [0.0, 0.0])
     """
 
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
@@ -729,8 +745,40 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
            algorithm=None, execution=None, stream=None):
     """``epilog(alpha * a @ b + beta * c)`` in one call (planned objects are cached).
 
-    Returns the result, or ``(result, aux)`` for epilogs/options with auxiliary outputs.
-    See :class:`Matmul` for the parameters; ``algorithm`` picks one :class:`Algorithm`.
+    The second call with operands of the same layout, dtype, package and device plans nothing:
+    the planned :class:`Matmul` is taken from a process-wide LRU cache and rebound.
+
+    Parameters
+    ----------
+    a, b, c, alpha, beta, qualifiers, quantization_scales, options, execution, stream
+        As for :class:`Matmul`.
+    epilog : MatmulEpilog, int or str, optional
+        E.g. ``MatmulEpilog.RELU_BIAS`` or ``"relu_bias"``.
+    epilog_inputs : dict, optional
+        ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
+    preferences : MatmulPlanPreferences or dict, optional
+    algorithm : Algorithm, optional
+        Use this algorithm (from :meth:`Matmul.plan`) instead of the heuristics.
+
+    Returns
+    -------
+    result, or (result, aux)
+        The result in the operands' package; ``aux`` (a dict) for epilogs and options with
+        auxiliary outputs (``relu_aux``, ``gelu_aux``, bias gradients, ``result_amax``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cuweave.linalg.advanced import matmul
+    >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> b = np.ones((3, 2), np.float32)
+    >>> bias = np.array([-4.0, 1.0], np.float32)        # length M: added to every column
+    >>> matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias}, execution="cpu")
+    array([[ 0.,  0.],
+           [13., 13.]], dtype=float32)
+    >>> d, aux = matmul(a, b, epilog="relu_aux", execution="cpu")
+    >>> sorted(aux), aux["relu_aux"].dtype
+    (['relu_aux'], dtype('uint8'))
     """
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:

@@ -1,0 +1,17 @@
+"""The numpydoc examples of the public entry points run (on the CPU) and print what they say."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["cuweave.linalg.advanced", "cuweave.linalg.advanced.matmul", "cuweave.fft.fft"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples(name):
+    module = importlib.import_module(name)
+    res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
