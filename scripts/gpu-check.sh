@@ -31,6 +31,10 @@ fi
 
 if [[ $PARTS == *examples* ]]; then
   : > "$OUT/examples.txt"
+  echo "== python -m cuweave demo" >> "$OUT/examples.txt"
+  timeout 300 python3 -m cuweave demo --size 2048 >> "$OUT/examples.txt" 2>&1
+  rc=$?; [[ $rc -ne 0 ]] && status=1
+  echo "== python -m cuweave demo: rc=$rc" | tee -a "$OUT/examples.txt" >> "$OUT/summary.txt"
   for f in $(find examples -name '*.py' | sort); do
     echo "== $f" >> "$OUT/examples.txt"
     timeout 300 python3 "$f" >> "$OUT/examples.txt" 2>&1
