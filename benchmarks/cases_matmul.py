@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from harness import gpu_time_ms, host_us_per_call, peer
+from harness import cpu_time_ms, gpu_time_ms, host_us_per_call, peer
 
 from cuweave._bindings import cublaslt as lt
 from cuweave._bindings.library_types import ComputeType, CudaDataType
@@ -185,7 +185,6 @@ def _host_epilog_case(res, torch, calls, n):
 
 
 def numpy_round_trip(res, torch, nvmath, quick):
-    import time
 
     n = 2048
     rng = np.random.default_rng(0)
@@ -193,14 +192,8 @@ def numpy_round_trip(res, torch, nvmath, quick):
     b = rng.standard_normal((n, n), dtype=np.float32)
     case = f"NumPy {n}^2 fp32 round trip"
 
-    def wall_ms(fn, reps=5 if quick else 20):
-        fn()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return float(np.median(times))
+    def wall_ms(fn):
+        return cpu_time_ms(fn, iters=5 if quick else 20, warmup=1)
 
     impls = {"cuweave matmul()": lambda: matmul(a, b),
              "torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),

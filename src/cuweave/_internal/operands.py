@@ -22,7 +22,7 @@ from .errors import InvalidOperandError
 from .memory import on_stream
 
 __all__ = ["Operand", "wrap_operand", "check_same_place", "empty", "DeviceArray",
-           "package_module"]
+           "package_module", "c_strides"]
 
 _EXPECTED = ("a NumPy or CuPy array, a torch tensor, or an object supporting __dlpack__ or "
              "__cuda_array_interface__")
@@ -332,7 +332,7 @@ class DeviceArray:
         self.dtype = canonical_name(dtype)
         self.device_id = device_id
         self.itemsize = ITEMSIZE[self.dtype]
-        self.strides = tuple(strides) if strides is not None else _c_strides(self.shape)
+        self.strides = tuple(strides) if strides is not None else c_strides(self.shape)
         nbytes = _extent(self.shape, self.strides) * self.itemsize
         self._mem = memory if memory is not None else allocate(
             nbytes, package=None, device_id=device_id, stream=stream, allocator=allocator)
@@ -411,7 +411,8 @@ class DeviceArray:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device=cuda:{self.device_id})"
 
 
-def _c_strides(shape) -> tuple[int, ...]:
+def c_strides(shape) -> tuple[int, ...]:
+    """Element strides of a C-ordered array of ``shape``."""
     acc, rev = 1, []
     for s in reversed(shape):
         rev.append(acc)
@@ -420,7 +421,7 @@ def _c_strides(shape) -> tuple[int, ...]:
 
 
 def _is_c_contiguous(shape, strides) -> bool:
-    return all(st == cs for st, cs, n in zip(strides, _c_strides(shape), shape) if n > 1)
+    return all(st == cs for st, cs, n in zip(strides, c_strides(shape), shape) if n > 1)
 
 
 def _extent(shape, strides) -> int:
@@ -468,7 +469,7 @@ def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream:
             x = on_stream("cupy", stream, dev, cupy.empty, alloc_shape,
                           dtype=numpy_dtype(dtype)).transpose(inv)
         return _wrap_cupy(x, "result")
-    alloc_strides = _c_strides(alloc_shape)
+    alloc_strides = c_strides(alloc_shape)
     strides = tuple(alloc_strides[inv[i]] for i in range(len(shape)))
     arr = DeviceArray(shape, dtype, device_id=dev, strides=strides, stream=stream,
                       allocator=allocator)

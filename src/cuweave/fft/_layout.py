@@ -13,6 +13,7 @@ import operator
 from dataclasses import dataclass
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from .._internal.operands import c_strides
 
 __all__ = ["CufftLayout", "LayoutPlan", "coerce_axes", "normalize_axes", "fft_lengths",
            "plan_layouts", "c_strides"]
@@ -131,13 +132,6 @@ def fft_lengths(shape, axes, fft_type: str, parity: str) -> tuple[tuple[int, ...
             raise InvalidOperandError(f"operand must not be empty along axis {a}, got {shape!r}")
     return tuple(logical), tuple(out)
 
-
-def c_strides(shape) -> tuple[int, ...]:
-    acc, rev = 1, []
-    for s in reversed(shape):
-        rev.append(acc)
-        acc *= s
-    return tuple(reversed(rev))
 
 
 def _dense_strides(shape, perm) -> tuple[int, ...]:
