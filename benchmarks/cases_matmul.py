@@ -185,7 +185,6 @@ def _host_epilog_case(res, torch, calls, n):
 
 
 def numpy_round_trip(res, torch, nvmath, quick):
-
     n = 2048
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
