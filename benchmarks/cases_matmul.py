@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from harness import cpu_time_ms, gpu_time_ms, host_us_per_call, peer
+from harness import cpu_time_ms, gpu_times_interleaved, host_us_interleaved, peer
 
 from cuweave._bindings import cublaslt as lt
 from cuweave._bindings.library_types import ComputeType, CudaDataType
@@ -39,15 +39,15 @@ def large_gemm(res, torch, nvmath, quick):
     iters = 5 if quick else 20
     mm = Matmul(a, b)
     mm.plan()
-    mm.autotune(iterations=3)
-    res.add(case=case, impl="cuweave", metric="TFLOP/s", unit="TFLOP/s",
-            value=_tflops(n, n, n, gpu_time_ms(mm.execute, iters=iters)))
-    res.add(case=case, impl="torch", metric="TFLOP/s", unit="TFLOP/s",
-            value=_tflops(n, n, n, gpu_time_ms(lambda: torch.matmul(a, b), iters=iters)))
-    if nvmath is not None:
-        nm = _nvmath_planned(nvmath, a, b)
-        res.add(case=case, impl="nvmath-python", metric="TFLOP/s", unit="TFLOP/s",
-                value=_tflops(n, n, n, gpu_time_ms(nm.execute, iters=iters)))
+    mm.autotune()
+    impls = {"cuweave": mm.execute, "torch": lambda: torch.matmul(a, b)}
+    nm = _nvmath_planned(nvmath, a, b) if nvmath is not None else None
+    if nm is not None:
+        impls["nvmath-python"] = nm.execute
+    for impl, ms in gpu_times_interleaved(impls, iters=iters).items():
+        res.add(case=case, impl=impl, metric="TFLOP/s", unit="TFLOP/s",
+                value=_tflops(n, n, n, ms))
+    if nm is not None:
         nm.free()
     mm.free()
     for den in ("torch", "nvmath-python"):
@@ -71,7 +71,7 @@ def _fused_case(res, torch, nvmath, quick, epilog, m, n, k):
     iters = 10 if quick else 50
     mm = Matmul(a, b)
     mm.plan(epilog=epilog, epilog_inputs={"bias": bias})
-    mm.autotune(iterations=3)
+    mm.autotune()
     act = torch.relu if epilog == "RELU_BIAS" else (
         lambda x: torch.nn.functional.gelu(x, approximate="tanh"))
     gelu = epilog == "GELU_BIAS"
@@ -87,31 +87,37 @@ def _fused_case(res, torch, nvmath, quick, epilog, m, n, k):
             impls["nvmath-python"] = _nvmath_planned(nvmath, a, b, epilog, bias_m).execute
         except Exception as e:
             print(f"   nvmath-python skipped for {case}: {e}")
-    for impl, fn in impls.items():
+    for impl, ms in gpu_times_interleaved(impls, iters=iters).items():
         res.add(case=case, impl=impl, metric="TFLOP/s", unit="TFLOP/s",
-                value=_tflops(m, n, k, gpu_time_ms(fn, iters=iters)))
+                value=_tflops(m, n, k, ms))
     mm.free()
     for den in ("torch._addmm_activation", "torch unfused", "nvmath-python"):
         res.add_ratio(case=case, metric="TFLOP/s", num="cuweave", den=den,
                       higher_is_better=True, target=1.0)
 
 
-def _raw_floor(a, b, d, torch):
-    """A minimal planned ctypes cublasLtMatmul call (pre-built args, one algorithm)."""
+def _raw_floor(a, b, d, torch, algorithm=None):
+    """A minimal planned ctypes cublasLtMatmul call (pre-built args, one algorithm): with
+    ``algorithm`` (an :class:`Algorithm` of cuweave's plan) the same GPU work as cuweave's
+    execute, else the first heuristic result for a 4 MiB workspace."""
     n = a.shape[0]
     h = lt.create()
     desc = lt.matmul_desc_create(ComputeType.COMPUTE_32F, CudaDataType.CUDA_R_32F)
     lay = lt.matrix_layout_create(CudaDataType.CUDA_R_32F, n, n, n)
-    pref = lt.preference_create()
-    lt.preference_set_attribute(pref, lt.PreferenceAttribute.MAX_WORKSPACE_BYTES, 1 << 22)
-    algo = lt.algo_get_heuristic(h, desc, lay, lay, lay, lay, pref, 1)[0].algo
-    ws = torch.empty(1 << 22, dtype=torch.uint8, device="cuda")
+    if algorithm is None:
+        ws_bytes = 1 << 22
+        pref = lt.preference_create()
+        lt.preference_set_attribute(pref, lt.PreferenceAttribute.MAX_WORKSPACE_BYTES, ws_bytes)
+        algo = lt.algo_get_heuristic(h, desc, lay, lay, lay, lay, pref, 1)[0].algo
+    else:
+        ws_bytes, algo = max(algorithm.workspace_size, 256), algorithm.algo
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device="cuda")
     alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
     stream = torch.cuda.current_stream().cuda_stream
     fn = lt.matmul_function()
     args = (h, desc, ctypes.addressof(alpha), b.data_ptr(), lay, a.data_ptr(), lay,
             ctypes.addressof(beta), d.data_ptr(), lay, d.data_ptr(), lay, ctypes.byref(algo),
-            ws.data_ptr(), 1 << 22, stream)
+            ws.data_ptr(), ws_bytes, stream)
 
     def call():
         fn(*args)
@@ -133,8 +139,10 @@ def _host_case(res, torch, cupy, nvmath, quick, n):
     case = f"planned execute fp32 {n}^2"
     mm = Matmul(a, b)
     mm.plan()
-    raw, keep = _raw_floor(a, b, d, torch)
+    raw, keep = _raw_floor(a, b, d, torch, mm.algorithms[0])
+    raw_h, keep_h = _raw_floor(a, b, d, torch)
     impls = {"cuweave": mm.execute, "raw ctypes cublasLtMatmul": raw,
+             "raw ctypes, its own heuristic (4 MiB)": raw_h,
              "torch.matmul": lambda: torch.matmul(a, b)}
     if cupy is not None:
         ca, cb = cupy.asarray(a), cupy.asarray(b)
@@ -142,24 +150,22 @@ def _host_case(res, torch, cupy, nvmath, quick, n):
     if nvmath is not None:
         nm = _nvmath_planned(nvmath, a, b)
         impls["nvmath-python"] = nm.execute
-    for impl, fn in impls.items():
-        res.add(case=case, impl=impl, metric="host", unit="us/call",
-                value=host_us_per_call(fn, calls=calls, sync=sync))
+    for impl, us in host_us_interleaved(impls, calls=calls, sync=sync).items():
+        res.add(case=case, impl=impl, metric="host", unit="us/call", value=us)
     res.add_ratio(case=case, metric="host", num="cuweave", den="raw ctypes cublasLtMatmul",
                   higher_is_better=False, target=0.8)  # i.e. <= 1.25x the floor
     res.add_ratio(case=case, metric="host", num="cuweave", den="torch.matmul",
                   higher_is_better=False)
     mm.free()
-    del keep
+    del keep, keep_h
     fcase = f"function form fp32 {n}^2"
     fimpls = {"cuweave matmul()": lambda: matmul(a, b),
               "torch.matmul": lambda: torch.matmul(a, b)}
     if nvmath is not None:
         fimpls["nvmath-python matmul()"] = lambda: nvmath.linalg.advanced.matmul(a, b)
-    for impl, fn in fimpls.items():
-        c = calls if "nvmath" not in impl else max(calls // 10, 20)
-        res.add(case=fcase, impl=impl, metric="host", unit="us/call",
-                value=host_us_per_call(fn, calls=c, sync=sync))
+    per = {impl: calls if "nvmath" not in impl else max(calls // 10, 20) for impl in fimpls}
+    for impl, us in host_us_interleaved(fimpls, calls=per, sync=sync).items():
+        res.add(case=fcase, impl=impl, metric="host", unit="us/call", value=us)
     res.add_ratio(case=fcase, metric="host", num="cuweave matmul()", den="torch.matmul",
                   higher_is_better=False, target=1 / 1.5)
     _host_epilog_case(res, torch, calls, n)
@@ -176,9 +182,8 @@ def _host_epilog_case(res, torch, calls, n):
     mm.plan(epilog="RELU_BIAS", epilog_inputs={"bias": bias})
     impls = {"cuweave": mm.execute,
              "torch._addmm_activation": lambda: torch._addmm_activation(bias, a, b)}
-    for impl, fn in impls.items():
-        res.add(case=case, impl=impl, metric="host", unit="us/call",
-                value=host_us_per_call(fn, calls=calls, sync=sync))
+    for impl, us in host_us_interleaved(impls, calls=calls, sync=sync).items():
+        res.add(case=case, impl=impl, metric="host", unit="us/call", value=us)
     res.add_ratio(case=case, metric="host", num="cuweave", den="torch._addmm_activation",
                   higher_is_better=False)
     mm.free()

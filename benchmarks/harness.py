@@ -14,8 +14,23 @@ import statistics
 import sys
 import time
 
-__all__ = ["gpu_time_ms", "host_us_per_call", "cpu_time_ms", "Results", "device_sync",
-           "peer", "l2_flush"]
+__all__ = ["gpu_time_ms", "gpu_times_interleaved", "host_us_per_call", "host_us_interleaved",
+           "cpu_time_ms", "Results", "device_sync", "peer", "l2_flush"]
+
+
+def _working(impls: dict, warmup: int) -> dict:
+    """The implementations whose warm-up calls succeed (a failing peer is reported and
+    dropped, so it cannot hide the others)."""
+    ok = {}
+    for name, fn in impls.items():
+        try:
+            for _ in range(warmup):
+                fn()
+        except Exception as e:
+            print(f"   {name} failed: {type(e).__name__}: {e}")
+            continue
+        ok[name] = fn
+    return ok
 
 
 def peer(name: str):
@@ -60,6 +75,30 @@ def gpu_time_ms(fn, *, iters: int = 20, warmup: int = 3, stream=None, repeats: i
     return statistics.median(times)
 
 
+def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, rounds: int = 5,
+                          stream=None) -> dict:
+    """:func:`gpu_time_ms` of several implementations, measured round-robin (one span of
+    ``iters`` calls of each per round; median over ``rounds``): a GPU whose clocks drift under
+    sustained load (power, heat) then affects every implementation alike, not the later ones.
+    """
+    from cuweave._internal import cuda
+
+    s = _stream_ptr(stream)
+    impls = _working(impls, warmup)
+    device_sync()
+    spans: dict = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            start, end = cuda.Event(), cuda.Event()
+            start.record(s)
+            for _ in range(iters):
+                fn()
+            end.record(s)
+            end.synchronize()
+            spans[name].append(start.elapsed_ms(end) / iters)
+    return {name: statistics.median(t) for name, t in spans.items()}
+
+
 def host_us_per_call(fn, *, calls: int = 2000, warmup: int = 50, sync=None,
                      repeats: int = 5) -> float:
     """Median over ``repeats`` of wall µs per call for ``calls`` back-to-back calls."""
@@ -76,6 +115,29 @@ def host_us_per_call(fn, *, calls: int = 2000, warmup: int = 50, sync=None,
             sync()
         times.append((time.perf_counter() - t0) / calls * 1e6)
     return statistics.median(times)
+
+
+def host_us_interleaved(impls: dict, *, calls: int = 2000, warmup: int = 50, sync=None,
+                        rounds: int = 7) -> dict:
+    """:func:`host_us_per_call` of several implementations, round-robin: each round times
+    ``calls`` back-to-back calls of every implementation in turn; the median over ``rounds``.
+    Host timings on a shared machine drift by tens of percent over seconds; interleaving makes
+    the drift hit every implementation alike. ``calls`` may be a dict (name -> calls)."""
+    per = calls if isinstance(calls, dict) else dict.fromkeys(impls, calls)
+    impls = _working(impls, warmup)
+    if sync:
+        sync()
+    spans: dict = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            n = per[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            if sync:
+                sync()
+            spans[name].append((time.perf_counter() - t0) / n * 1e6)
+    return {name: statistics.median(t) for name, t in spans.items()}
 
 
 def cpu_time_ms(fn, *, iters: int = 5, warmup: int = 1) -> float:

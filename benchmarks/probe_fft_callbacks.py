@@ -1,11 +1,17 @@
-"""Diagnostic: what a cuFFT JIT callback costs at 16384 FFTs of 1024 complex64 points.
+"""Diagnostic: what cuFFT JIT callbacks cost, and where cuweave puts them.
 
-Compares torch's fft / scaled ifft, cuweave without callbacks, with the fused ``norm`` (a store
-callback compiled by NVRTC), and with store callbacks written in Python and compiled by
-numba-cuda (identity; a filter multiply as in the convolution example). Results of one run are
-in ``benchmarks/results/fft_callbacks_probe.md``.
+Three tables, each timed round-robin (``harness.gpu_times_interleaved``), printed as Markdown
+(committed as ``benchmarks/results/fft_callbacks_probe.md``):
 
-    python benchmarks/probe_fft_callbacks.py      (GPU, torch, numba-cuda)
+1. 16384 transforms of 1024 complex64 points: no callback; the fused ``norm`` (NVRTC store
+   callback); store callbacks written in Python and compiled by numba-cuda, both as numba's
+   own C-ABI function (called out of line) and through cuweave's inlinable shim.
+2. The fused ``norm="backward"`` inverse with the scale in the store vs the load callback,
+   over the benchmark's shapes (which slot ``fft._cuda_plan._SCALE_SLOTS`` prefers).
+3. Convolution by a filter spectrum: the filter in the forward's epilog or in the inverse's
+   prolog (the ``1/n`` fused either way), against torch's and CuPy's fft → multiply → ifft.
+
+    python benchmarks/probe_fft_callbacks.py      (GPU, torch, numba-cuda; CuPy optional)
 """
 
 import os
@@ -14,54 +20,130 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from harness import gpu_time_ms  # noqa: E402
+from harness import gpu_times_interleaved, peer  # noqa: E402
 
 import cuweave.fft as F  # noqa: E402
-
-B, N = 16384, 1024
-NU = np.uint64(N)
+from cuweave.fft import _cuda_plan  # noqa: E402
 
 
-def ident(data_out, offset, element, user_info, reserved):
-    data_out[offset] = element
+def _table(title, rows, moved=None):
+    print(f"\n### {title}\n")
+    print("| implementation | µs |" + (" GB/s |" if moved else ""))
+    print("|---|---:|" + ("---:|" if moved else ""))
+    for name, ms in rows.items():
+        gbps = f" {moved / (ms * 1e-3) / 1e9:.0f} |" if moved else ""
+        print(f"| {name} | {ms * 1e3:.1f} |{gbps}", flush=True)
 
 
-def conv(data_out, offset, element, user_info, reserved):
-    data_out[offset] = element * user_info[offset % NU]
-
-
-def conv32(data_out, offset, element, user_info, reserved):
-    data_out[offset] = element * user_info[np.uint32(offset) & np.uint32(N - 1)]
-
-
-def timed(name, fn):
-    ms = gpu_time_ms(fn, iters=50, warmup=5)
-    gbps = 2 * B * N * 8 / (ms * 1e-3) / 1e9
-    print(f"{name:40s} {ms * 1e3:8.1f} us  {gbps:7.0f} GB/s", flush=True)
-
-
-def planned(x, **plan_kw):
-    f = F.FFT(x, axes=(1,))
+def _planned(x, axes=(1,), **plan_kw):
+    f = F.FFT(x, axes=axes)
     f.plan(**plan_kw)
     return f.execute
 
 
-def main():
-    x = torch.randn(B, N, dtype=torch.complex64, device="cuda")
-    h = torch.randn(N, dtype=torch.complex64, device="cuda")
-    timed("torch.fft.fft", lambda: torch.fft.fft(x))
-    timed("torch.fft.ifft (scaled)", lambda: torch.fft.ifft(x))
-    timed("cuweave plain", planned(x))
-    timed("cuweave norm=ortho (NVRTC store cb)", planned(x, norm="ortho"))
-    for label, fn, data in [("numba identity epilog", ident, 0),
-                            ("numba conv epilog (u64 %)", conv, h.data_ptr()),
-                            ("numba conv epilog (u32 &)", conv32, h.data_ptr())]:
-        try:
-            cb = F.compile_epilog(fn, "complex64", "complex64")
-            timed("cuweave " + label, planned(x, epilog={"ltoir": cb, "data": data}))
-        except Exception as e:
-            print(label, "failed:", type(e).__name__, e)
+def _numba_out_of_line(fn):
+    """The callback as numba-cuda's own C-ABI function (what cuweave compiled before)."""
+    from numba import cuda
+
+    from cuweave.fft._callbacks import _signature, default_symbol
+
+    code, _ = cuda.compile(fn, _signature("epilog", "complex64", "complex64"), device=True,
+                           abi="c", output="ltoir",
+                           cc=cuda.get_current_device().compute_capability,
+                           abi_info={"abi_name": default_symbol("epilog", "complex64")})
+    return code
+
+
+def callback_costs():
+    b, n = 16384, 1024
+    nu = np.uint64(n)
+    x = torch.randn(b, n, dtype=torch.complex64, device="cuda")
+    h = torch.randn(n, dtype=torch.complex64, device="cuda")
+
+    def ident(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element
+
+    def conv(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element * user_info[offset % nu]
+
+    impls = {
+        "torch.fft.fft": lambda: torch.fft.fft(x),
+        "torch.fft.ifft (scaled: a second pass)": lambda: torch.fft.ifft(x),
+        "cuweave, no callback": _planned(x),
+        'cuweave norm="ortho" (NVRTC store callback)': _planned(x, norm="ortho"),
+    }
+    for label, fn, data in [("identity", ident, 0), ("filter multiply", conv, h.data_ptr())]:
+        impls[f"numba {label} epilog, numba's C ABI (called out of line)"] = _planned(
+            x, epilog={"ltoir": _numba_out_of_line(fn), "data": data})
+        impls[f"numba {label} epilog, cuweave's shim (inlined)"] = _planned(
+            x, epilog={"ltoir": F.compile_epilog(fn, "complex64", "complex64"), "data": data})
+    _table(f"1. Store callbacks, {b} transforms of {n} complex64 points",
+           gpu_times_interleaved(impls, iters=50), moved=2 * x.numel() * 8)
+
+
+def norm_slots():
+    cases = [((16384, 1024), (1,)), ((1024, 16384), (1,)), ((64, 1 << 20), (1,)),
+             ((4096, 4096), (0, 1)), ((256, 256, 256), (0, 1, 2))]
+    keep = _cuda_plan._SCALE_SLOTS
+    rows = {}
+    try:
+        for shape, axes in cases:
+            x = torch.randn(*shape, dtype=torch.complex64, device="cuda")
+            impls = {"no callback": _planned(x, axes)}
+            for slots in (("epilog", "prolog"), ("prolog", "epilog")):
+                _cuda_plan._SCALE_SLOTS = slots
+                impls[f"scale in the {slots[0]}"] = _planned(x, axes, direction="inverse",
+                                                             norm="backward")
+            impls["torch (scaled)"] = lambda x=x, axes=axes: torch.fft.ifftn(x, dim=axes)
+            label = "x".join(map(str, shape))
+            for name, ms in gpu_times_interleaved(impls, iters=20).items():
+                rows[f"{label}: {name}"] = ms
+            del x, impls
+            torch.cuda.empty_cache()
+    finally:
+        _cuda_plan._SCALE_SLOTS = keep
+    _table('2. ifft(norm="backward"): the scale in the store vs the load callback', rows)
+
+
+def _convolution_rows(b, n, cupy) -> dict:
+    nu = np.uint64(n)
+    x = torch.randn(b, n, dtype=torch.complex64, device="cuda")
+    filt = torch.fft.fft(torch.exp(-torch.arange(n, device="cuda") / 50).to(torch.complex64))
+
+    def epilog(data_out, offset, element, user_info, reserved):
+        data_out[offset] = element * user_info[offset % nu]
+
+    def prolog(data_in, offset, user_info, reserved):
+        return data_in[offset] * user_info[offset % nu]
+
+    epi = {"ltoir": F.compile_epilog(epilog, "complex64", "complex64"), "data": filt.data_ptr()}
+    pro = {"ltoir": F.compile_prolog(prolog, "complex64", "complex64"), "data": filt.data_ptr()}
+    impls = {
+        "cuweave, filter in the forward's epilog": lambda: F.ifft(
+            F.fft(x, axes=(1,), epilog=epi), axes=(1,), norm="backward"),
+        "cuweave, filter in the inverse's prolog": lambda: F.ifft(
+            F.fft(x, axes=(1,)), axes=(1,), prolog=pro, norm="backward"),
+        "torch fft → multiply → ifft": lambda: torch.fft.ifft(
+            torch.fft.fft(x, dim=1) * filt, dim=1),
+    }
+    if cupy is not None:
+        xc, fc = cupy.asarray(x), cupy.asarray(filt)
+        impls["CuPy fft → multiply → ifft"] = lambda: cupy.fft.ifft(
+            cupy.fft.fft(xc, axis=1) * fc, axis=1)
+    return {f"{b}x{n}: {name}": ms
+            for name, ms in gpu_times_interleaved(impls, iters=20).items()}
+
+
+def convolution():
+    cupy = peer("cupy")
+    rows = {}
+    for b, n in ((256, 16384), (1024, 16384), (16384, 1024)):
+        rows.update(_convolution_rows(b, n, cupy))
+    _table("3. Convolution (function forms, as a user writes them)", rows)
 
 
 if __name__ == "__main__":
-    main()
+    print(f"{torch.cuda.get_device_name()} — python benchmarks/probe_fft_callbacks.py")
+    callback_costs()
+    norm_slots()
+    convolution()

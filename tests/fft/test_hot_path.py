@@ -146,6 +146,28 @@ def test_fused_norm_takes_the_hot_path(fake):
     obj.free()
 
 
+def test_function_form_with_callbacks_hits_the_cache(fake):
+    from cuweave._internal.errors import InvalidOptionError
+    from cuweave.fft._callbacks import LTOIR
+
+    F.plan_cache.clear()
+    code = LTOIR(b"fake-epilog-ltoir")
+    x = _c64(8, 256)
+    hits = F.plan_cache.hits
+    for _ in range(3):  # a new dict each call, as users write it
+        F.fft(x, axes=(1,), epilog={"ltoir": code, "data": 0x100})
+    assert fake.calls["cufftCreate"] == 1 and F.plan_cache.hits == hits + 2
+    assert fake.calls["cufftXtSetJITCallback"] == 1
+    F.fft(x, axes=(1,), epilog={"ltoir": code, "data": 0x200})  # other user data: a new plan
+    F.fft(x, axes=(1,), epilog=F.DeviceCallable(ltoir=code, data=0x200))  # the same callback
+    assert fake.calls["cufftCreate"] == 2
+    with pytest.raises(InvalidOptionError, match="epilog keys"):
+        F.fft(x, axes=(1,), epilog={"ltoir": code, "extra": 1})
+    with pytest.raises(InvalidOptionError, match="epilog must be"):
+        F.fft(x, axes=(1,), epilog=42)
+    F.plan_cache.clear()
+
+
 def test_bare_functions_come_from_the_same_table(fake):
     assert cufft.bare("cufftXtExec") is cufft._bare["cufftXtExec"]
     with pytest.raises(CufftError, match="not exported"):

@@ -99,17 +99,21 @@ def _numba():
 
 
 def _signature(kind: str, element_dtype: str, user_info_dtype):
+    """numba signature of a ``kind`` callback; the data pointer (and a ``user_info`` of one of
+    :data:`CALLBACK_DTYPES`) are aligned global-memory pointers (vector loads and stores)."""
     _, types = _numba()
+    from ._numba_callbacks import global_pointer
+
     elem = getattr(types, element_dtype)
     if isinstance(user_info_dtype, str):
-        info = getattr(types, _check_dtype(user_info_dtype, "user_info_dtype"))
+        info_p = global_pointer(_check_dtype(user_info_dtype, "user_info_dtype"))
     elif isinstance(user_info_dtype, types.Type):
-        info = user_info_dtype
+        info_p = types.CPointer(user_info_dtype)
     else:
         raise InvalidOptionError(
             f"user_info_dtype must be one of {list(CALLBACK_DTYPES)} or a numba type, got "
             f"{user_info_dtype!r}")
-    data, info_p = types.CPointer(elem), types.CPointer(info)
+    data = global_pointer(element_dtype)
     if kind == "prolog":
         return elem(data, types.uint64, info_p, types.voidptr)
     return types.void(data, types.uint64, elem, info_p, types.voidptr)
@@ -117,11 +121,16 @@ def _signature(kind: str, element_dtype: str, user_info_dtype):
 
 def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability) -> LTOIR:
     cuda, _ = _numba()
+    from ._numba_callbacks import compile_inlinable
+
     element_dtype = _check_dtype(element_dtype, "element_dtype")
     cc = _cc_tuple(compute_capability)
     sig = _signature(kind, element_dtype, user_info_dtype)
-    code, _ = cuda.compile(fn, sig, device=True, cc=cc, abi="c", output="ltoir",
-                           abi_info={"abi_name": default_symbol(kind, element_dtype)})
+    symbol = default_symbol(kind, element_dtype)
+    code = compile_inlinable(kind, fn, sig, element_dtype, symbol, cc)
+    if code is None:  # numba's own C ABI wrapper: correct, but called out of line
+        code, _ = cuda.compile(fn, sig, device=True, cc=cc, abi="c", output="ltoir",
+                               abi_info={"abi_name": symbol})
     out = LTOIR(code)
     out.source = (kind, fn, element_dtype, user_info_dtype, cc)
     return out

@@ -13,8 +13,10 @@ import sys
 from functools import partial
 
 from .._internal.dtypes import numpy_dtype
+from ._options import callback_key
 
-__all__ = ["stream_getter", "output_allocator", "fast_key", "FastOutput", "TORCH_DEVICE_TYPE"]
+__all__ = ["stream_getter", "output_allocator", "fast_key", "callback_fast_key", "FastOutput",
+           "TORCH_DEVICE_TYPE"]
 
 #: Device type of the tensors the torch allocator makes (the CPU-only tests set ``"cpu"``).
 TORCH_DEVICE_TYPE = "cuda"
@@ -89,3 +91,21 @@ def fast_key(x, axes, fft_type, direction, norm):
             and x.device.id == 0:
         return ("cupy", x.dtype, x.shape, x.strides, 0, axes, fft_type, direction, norm)
     return None
+
+
+def callback_fast_key(c):
+    """The part of a function-form key naming a callback as given, equal to
+    :meth:`~cuweave.fft.DeviceCallable.key` for the same callback as a dict: equal keys mean
+    the same validated callback, so a hit skips re-validating it. A dict with other entries or
+    any other object gets a key of its own identity, which misses: the full path reports it."""
+    if c is None:
+        return None
+    if type(c) is dict:
+        if c.keys() <= _CALLBACK_KEYS:
+            return callback_key(c.get("ltoir"), c.get("size"), c.get("data"), c.get("symbol"))
+        return ("unknown", id(c))
+    key = getattr(c, "key", None)
+    return key() if callable(key) else ("unknown", id(c))
+
+
+_CALLBACK_KEYS = frozenset(["ltoir", "size", "data", "symbol"])

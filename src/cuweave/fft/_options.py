@@ -89,6 +89,14 @@ class FFTOptions:
                 f"got {self.allocator!r}")
 
 
+def callback_key(ltoir, size, data, symbol) -> tuple:
+    """The identity of a callback (see :meth:`DeviceCallable.key`); ``size`` defaults to
+    ``len(ltoir)`` for bytes, as :class:`DeviceCallable` does."""
+    if isinstance(ltoir, bytes):
+        return (bytes, ltoir, len(ltoir) if size is None else size, data, symbol)
+    return ("addr", ltoir, size, data, symbol)
+
+
 @dataclass
 class DeviceCallable:
     """A prolog/epilog callback compiled to LTO-IR (see :func:`compile_prolog`).
@@ -138,6 +146,7 @@ class DeviceCallable:
             raise InvalidOptionError(f"symbol must be a str or None, got {self.symbol!r}")
 
     def key(self) -> tuple:
-        """Hashable identity of this callable (LTO-IR content, user data, symbol)."""
-        code = self.ltoir if isinstance(self.ltoir, bytes) else ("addr", self.ltoir)
-        return (hash(code), self.size, self.data, self.symbol)
+        """Hashable identity of this callable (LTO-IR content, user data, symbol): the bytes
+        themselves (compared by content only on a hash match; a hit on the same object is an
+        identity check), so two LTO-IRs of one hash never share a plan."""
+        return callback_key(self.ltoir, self.size, self.data, self.symbol)

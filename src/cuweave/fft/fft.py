@@ -30,7 +30,7 @@ from .._internal.staging import shared_stager
 from .._internal.streams import resolve_stream
 from ._cpu import CpuPlan
 from ._cuda_plan import Buffers, CudaPlan, on_device
-from ._fastpath import fast_key, output_allocator, stream_getter
+from ._fastpath import callback_fast_key, fast_key, output_allocator, stream_getter
 from ._layout import coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._spec import (
@@ -527,9 +527,10 @@ def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direct
     fast = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
-    if (options is None and execution is None and prolog is None and epilog is None
-            and stream is None):
+    if options is None and execution is None and stream is None:
         fast = fast_key(operand, axes, fft_type, direction, norm)
+        if fast is not None and (prolog is not None or epilog is not None):
+            fast += (callback_fast_key(prolog), callback_fast_key(epilog))
         if fast is not None:
             try:
                 obj = plan_cache.pop(fast)

@@ -83,6 +83,9 @@ class FakeTensor:
     def t(self):
         return self.permute((1, 0))
 
+    def expand(self, shape):  # a one-element tensor broadcast to ``shape`` (strides 0)
+        return FakeTensor(shape, self.dtype, self._ptr, (0,) * len(shape))
+
     def record_stream(self, s):
         pass
 
@@ -102,7 +105,15 @@ def _fake_torch():
         shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple | list) else size
         return FakeTensor(shape, dtype, 0x7F0000000000 + next(counter) * 0x100000)
 
+    def empty_strided(size, stride, dtype=None, device=None):
+        return FakeTensor(size, dtype, 0x7F0000000000 + next(counter) * 0x100000, stride)
+
+    def empty_like(t):  # torch's rule for a tensor that is not dense: C-contiguous
+        return FakeTensor(t.shape, t.dtype, 0x7F0000000000 + next(counter) * 0x100000)
+
     mod.empty = empty
+    mod.empty_strided = empty_strided
+    mod.empty_like = empty_like
     mod.allocations = counter
     mod._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0)
     stream = types.SimpleNamespace(cuda_stream=0)
@@ -676,6 +687,48 @@ def _profile(calls: int = 20000) -> None:  # pragma: no cover - manual tool
             m.free()
         plan_cache.clear()
         mp.undo()
+
+
+
+def test_lean_run_applies_only_while_it_is_valid(gpu):
+    a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
+    mm = Matmul(a, b)
+    assert mm._fast is None  # not planned: execute() raises through the general path
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+    mm.plan()
+    assert mm._fast is not None
+    mm.release_operands()
+    assert mm._fast is None
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+    a2 = gpu.tensor(64, 32)
+    mm.reset_operands(a2, b)
+    assert mm._fast is not None
+    mm.execute()
+    assert gpu.matmul_calls[-1][5] == a2.data_ptr()  # lt B is the user's a (row-major swap)
+    mm.reset_operands(stream=0x7000)  # a fixed stream: runs go through the general path
+    assert mm._fast is None
+    mm.execute()
+    assert gpu.matmul_calls[-1][-1] == 0x7000
+    mm.free()
+    assert mm._fast is None
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+
+
+def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
+    a, b = gpu.tensor(64, 32), gpu.tensor(32, 48)
+    with Matmul(a, b) as mm:
+        mm.plan(epilog="RELU_AUX")
+        assert mm._fast_run is None
+        _, aux = mm.execute()
+        assert "relu_aux" in aux
+    with Matmul(a, b, stream=0x7000) as mm:
+        mm.plan()
+        assert mm._fast_run is not None and mm._fast is None
+        mm.execute()
+        assert gpu.matmul_calls[-1][-1] == 0x7000
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE, numpy_dtype
-from ..._internal.operands import check_same_place, empty, wrap_operand
+from ..._internal.operands import c_strides, check_same_place, empty, wrap_operand
 from ._epilogs import (
     AUX_LD_BITS,
     AUX_TYPED,
@@ -101,15 +101,33 @@ def device_allocator(package: str, shape, dtype: str, perm, device_id: int):
         if tdtype is None:
             return generic
         kw = {"dtype": tdtype, "device": torch.device("cuda", device_id)}
-        new = torch.empty
+        if same:
+            # empty_like of a one-element tensor expanded to the shape (not dense, so the new
+            # tensor is C-contiguous) parses one argument: ~0.5 µs cheaper than torch.empty
+            template = torch.empty((), **kw).expand(shape)
+            like = torch.empty_like
+            if like(template).stride() != c_strides(shape):  # pragma: no cover - other torch
+                template, like = None, None
 
-        def alloc(stream, foreign):
+            def alloc(stream, foreign):
+                if foreign:
+                    return generic(stream)
+                x = like(template) if like is not None else torch.empty(*alloc_shape, **kw)
+                return x, x.data_ptr()
+
+            return alloc
+        strided, strides = torch.empty_strided, [0] * len(shape)
+        for axis, stride in zip(perm, c_strides(alloc_shape)):
+            strides[axis] = stride
+        strides = tuple(strides)
+
+        def alloc_strided(stream, foreign):  # one call instead of empty + permute
             if foreign:
                 return generic(stream)
-            x = new(*alloc_shape, **kw)  # sizes as separate ints: ~1 µs cheaper than a tuple
-            return (x if same else x.permute(inv)), x.data_ptr()
+            x = strided(shape, strides, **kw)
+            return x, x.data_ptr()
 
-        return alloc
+        return alloc_strided
     if package == "cupy" and dtype in _CUPY_DTYPES:
         cupy = sys.modules["cupy"]
         dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty

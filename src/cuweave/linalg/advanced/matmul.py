@@ -133,6 +133,9 @@ class Matmul(StatefulObject):
     ([6.0, 6.0], [0.0, 0.0])
     """
 
+    _fast = None  # the lean CUDA run of execute() where it applies now (_refresh_fast)
+    _fast_run = None  # that run, built by plan(); None where every run needs the general path
+
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
                  quantization_scales=None, options=None, execution=None, stream=None):
         self.options = coerce_options(options, MatmulOptions, "options")
@@ -230,11 +233,13 @@ class Matmul(StatefulObject):
         """The stream of the following runs (``None``: the package's current stream then)."""
         if stream is None:
             self._stream = self._stream_ptr = None
+            self._refresh_fast()
             return
         ptr = resolve_stream(stream, package=self._package,
                              device_id=self._device_id or 0).ptr  # validates on the CPU too
         self._stream = stream
         self._stream_ptr = None if self._on_cpu or self._hot is None else ptr
+        self._refresh_fast()
 
     # ---------------------------------------------------------------- operands
     def _bind_operands(self, ops) -> None:
@@ -318,12 +323,14 @@ class Matmul(StatefulObject):
             self._binding.reset_inputs(inputs, check)
         if stream is not None:
             self._set_stream(stream)
+        self._refresh_fast()
 
     def release_operands(self) -> None:
         """Drop references to the operands, the epilog inputs and the stream object
         (``reset_operands`` binds new ones; runs then use the package's current stream unless
         it is given a ``stream``)."""
         self._ops = None
+        self._fast = None
         if self._host:
             self._staged = {}
         self._stream = self._stream_ptr = None
@@ -367,9 +374,11 @@ class Matmul(StatefulObject):
             self._algorithms = self._plan_cuda(spec, p, prefs, algorithms)
             self._engine.set_scalars(self._alpha, self._beta)
             self._hot = self._build_hot_path()
+            self._fast_run = self._build_fast_run()
             self._stream_ptr = (None if self._stream is None else
                                 self._resolve_stream(self._stream))
         self._mark_planned()
+        self._refresh_fast()
         if self._log.isEnabledFor(20):
             self._log.info("planned %s (lt m=%d n=%d k=%d, batch %d, %s result) on %s in "
                            "%.2f ms: %d algorithm(s)", spec.name, p.m, p.n, p.k, p.batch_count,
@@ -495,6 +504,40 @@ class Matmul(StatefulObject):
         hot.outputs = tuple(outputs)
         return hot
 
+    def _build_fast_run(self):
+        """The common CUDA run as one closure, or None where a run needs the general path.
+
+        It covers device operands on the package's current stream, a new result and no aux
+        outputs (bias and aux inputs included): everything else was resolved at plan time, so
+        a run is: current stream, allocate the result, patch four pointers, one C call.
+        :meth:`_refresh_fast` enables it while operands are bound and no stream is fixed.
+        """
+        hot, eng, p = self._hot, self._engine, self._problem
+        if (self._host or hot.general or hot.blocking or hot.result is None or hot.outputs
+                or p.squeeze or eng.multi_device):
+            return None
+        current, alloc, run, x, y = hot.current_stream, hot.result, eng.run, *hot.src
+        mode, inputs, binding = hot.c_mode, hot.inputs, self._binding
+
+        def fast_run():
+            ops = self._ops
+            s = current()
+            if s != eng.last_stream:
+                eng.switch_stream(s)
+            res, d = alloc(s, False)
+            for k, attr in inputs:
+                eng.set_pointer(attr, binding.inputs[k].ptr)
+            c = d if mode == 0 else (ops["c"].ptr if mode == 1 else eng.workspace_ptr or 0)
+            run(ops[x].ptr, ops[y].ptr, c, d, None, s)
+            return res
+
+        return fast_run
+
+    def _refresh_fast(self) -> None:
+        """Enable the lean run while operands are bound and runs use the current stream."""
+        ok = self._ops is not None and self._stream_ptr is None and not self._freed
+        self._fast = self._fast_run if ok else None
+
     def _resolve_stream(self, stream) -> int:
         if stream is None:
             if self._stream_ptr is not None:
@@ -505,6 +548,9 @@ class Matmul(StatefulObject):
 
     def execute(self, *, algorithm=None, release_workspace: bool = False, stream=None):
         """Run the planned matmul; returns the result (and an aux dict for aux epilogs)."""
+        fast = self._fast
+        if fast is not None and algorithm is None and stream is None and not release_workspace:
+            return fast()
         self._require_planned("execute")
         if self._ops is None:
             raise InvalidStateError("execute() after release_operands(): call "
@@ -733,6 +779,7 @@ class Matmul(StatefulObject):
 
     # ---------------------------------------------------------------- cleanup
     def _release(self) -> None:
+        self._fast = self._fast_run = None
         if self._engine is not None:
             self._engine.free()
             self._engine = None
@@ -790,15 +837,20 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         _check_algorithm(algorithm)
     if epilog_inputs:
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
-    key = (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops.get("c")), beta is None,
-           _freeze(epilog),
-           None if inputs is None else tuple(sorted((k, _input_key(v))
-                                                    for k, v in inputs.items())),
-           None if qualifiers is None else _freeze(np.asarray(qualifiers)),
-           None if quantization_scales is None else _freeze(quantization_scales),
-           None if options is None else _freeze(options),
-           None if preferences is None else _freeze(preferences),
-           None if execution is None else _freeze(execution), algorithm)
+    extras = None  # everything but the operands, frozen only when something is given
+    if (epilog is not None or inputs is not None or qualifiers is not None or
+            quantization_scales is not None or options is not None or preferences is not None
+            or execution is not None or algorithm is not None):
+        extras = (_freeze(epilog),
+                  None if inputs is None else tuple(sorted((k, _input_key(v))
+                                                           for k, v in inputs.items())),
+                  None if qualifiers is None else _freeze(np.asarray(qualifiers)),
+                  None if quantization_scales is None else _freeze(quantization_scales),
+                  None if options is None else _freeze(options),
+                  None if preferences is None else _freeze(preferences),
+                  None if execution is None else _freeze(execution), algorithm)
+    key = (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
+           beta is None, extras)
     try:
         mm = plan_cache.pop(key)
     except TypeError:  # something unhashable: no caching
