@@ -28,7 +28,7 @@ from cuweave._internal.errors import (
     UnsupportedLayoutError,
 )
 from cuweave.linalg.advanced import Matmul, _cuda, matmul
-from cuweave.linalg.advanced.matmul import plan_cache
+from cuweave.linalg.advanced._function import plan_cache
 
 
 # ---------------------------------------------------------------- fake torch (CUDA side only)
@@ -363,6 +363,26 @@ def test_function_form_hits_the_plan_cache(gpu):
     assert len(gpu.matmul_calls) == 7
 
 
+def test_function_form_keeps_no_tensor_alive_and_rebinds_each_call(gpu):
+    import gc
+    import weakref
+
+    b = gpu.tensor(32, 32)
+    for alpha in (None, 2.0, None):
+        a = gpu.tensor(32, 32)
+        ref = weakref.ref(a)
+        d = matmul(a, b, alpha=alpha)
+        call = gpu.matmul_calls[-1]
+        assert (call[3], call[5], call[10]) == (b.data_ptr(), a.data_ptr(), d.data_ptr())
+        assert plan_cache.misses == 1  # one plan; the later calls take the cached one
+        del a
+        gc.collect()
+        assert ref() is None  # the cached plan's operand records dropped the tensor
+    (mm,) = [m for entries in plan_cache._items.values() for m, _ in entries] or \
+        [e[1] for e in plan_cache._front]
+    assert mm.alpha == 1.0 and mm._ops is None
+
+
 def test_function_form_rebinds_new_pointers(gpu):
     a, b = gpu.tensor(16, 8), gpu.tensor(8, 24)
     matmul(a, b, epilog="BIAS", epilog_inputs={"bias": gpu.tensor(16)})
@@ -519,6 +539,23 @@ def test_inplace_result_alignment_is_the_c_pointer(gpu):
     mm.plan()
     assert _alignment_prefs(gpu) == (256, 256, 8, 8)
     mm.free()
+
+
+def test_inplace_lean_run_writes_into_c(gpu):
+    from cuweave.linalg.advanced import MatmulOptions
+
+    a, b, c = gpu.tensor(32, 16), gpu.tensor(16, 24), gpu.tensor(32, 24)
+    with Matmul(a, b, c, beta=0.0, options=MatmulOptions(inplace=True)) as mm:
+        mm.plan()
+        assert mm._fast is not None
+        allocations = next(gpu.torch.allocations)
+        assert mm.execute() is c
+        c2 = gpu.tensor(32, 24)
+        mm.reset_operands(c=c2)
+        assert mm.execute() is c2
+        assert next(gpu.torch.allocations) == allocations + 2  # only the test's c2
+        call = gpu.matmul_calls[-1]
+        assert (call[8], call[10]) == (c2.data_ptr(), c2.data_ptr())
 
 
 def test_function_form_plans_again_for_a_less_aligned_operand(gpu):

@@ -29,8 +29,8 @@ from cuweave.linalg.advanced import (
     matrix_qualifiers_dtype,
 )
 from cuweave.linalg.advanced import matmul as matmul_module  # noqa: F401
+from cuweave.linalg.advanced._function import plan_cache
 from cuweave.linalg.advanced._layout import analyze
-from cuweave.linalg.advanced.matmul import plan_cache
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_matmul_refs import TOL, dgelu, forward, rel_err  # noqa: E402

@@ -27,7 +27,7 @@ from cuweave.linalg.advanced import (  # noqa: E402
     matmul,
     matrix_qualifiers_dtype,
 )
-from cuweave.linalg.advanced.matmul import plan_cache  # noqa: E402
+from cuweave.linalg.advanced._function import plan_cache  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 M, N, K = 40, 24, 32

@@ -14,6 +14,7 @@ from ..._internal.options import ExecutionCPU, ExecutionCUDA
 from ._algorithm import Algorithm
 from ._autotune_cache import enable_autotune_cache
 from ._epilogs import MatmulEpilog
+from ._function import matmul
 from ._options import (
     MatmulComputeType,
     MatmulEpilogPreferences,
@@ -26,7 +27,7 @@ from ._options import (
     MatrixQualifier,
     matrix_qualifiers_dtype,
 )
-from .matmul import Matmul, matmul
+from .matmul import Matmul
 
 __all__ = [
     "Algorithm",

@@ -15,7 +15,6 @@ import time
 import numpy as np
 
 from ..._internal import cuda
-from ..._internal.cache import PlanCache
 from ..._internal.errors import (
     CublasLtError,
     InvalidOperandError,
@@ -31,7 +30,6 @@ from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
-    _input_name,
     alignment,
     dense_bytes,
     device_allocator,
@@ -43,9 +41,6 @@ from ._checks import (
     _check_algorithm,
     _check_lt_layout,
     _conj_flags,
-    _freeze,
-    _input_key,
-    _op_key,
     _scalar,
     _signature,
     alignment_error,
@@ -59,12 +54,9 @@ from ._options import (
 )
 from ._types import resolve_types
 
-__all__ = ["Matmul", "matmul", "plan_cache"]
+__all__ = ["Matmul"]
 
 _log = get_logger("linalg.advanced")
-
-#: the function form's plan cache (bounded by count and workspace bytes)
-plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
 
 
 def _squeeze(obj, axes):
@@ -507,14 +499,15 @@ class Matmul(StatefulObject):
     def _build_fast_run(self):
         """The common CUDA run as one closure, or None where a run needs the general path.
 
-        It covers device operands on the package's current stream, a new result and no aux
-        outputs (bias and aux inputs included): everything else was resolved at plan time, so
-        a run is: current stream, allocate the result, patch four pointers, one C call.
+        It covers device operands on the package's current stream, a new result (or ``c`` in
+        place) and no aux outputs (bias and aux inputs included): everything else was resolved
+        at plan time, so a run is: current stream, allocate the result, patch four pointers,
+        one C call.
         :meth:`_refresh_fast` enables it while operands are bound and no stream is fixed.
         """
         hot, eng, p = self._hot, self._engine, self._problem
-        if (self._host or hot.general or hot.blocking or hot.result is None or hot.outputs
-                or p.squeeze or eng.multi_device):
+        if (self._host or hot.general or hot.blocking or hot.outputs or p.squeeze
+                or eng.multi_device):
             return None
         current, alloc, run, x, y = hot.current_stream, hot.result, eng.run, *hot.src
         mode, inputs, binding = hot.c_mode, hot.inputs, self._binding
@@ -524,7 +517,10 @@ class Matmul(StatefulObject):
             s = current()
             if s != eng.last_stream:
                 eng.switch_stream(s)
-            res, d = alloc(s, False)
+            if alloc is None:  # in place: the result is c
+                res, d = ops["c"].obj, ops["c"].ptr
+            else:
+                res, d = alloc(s, False)
             for k, attr in inputs:
                 eng.set_pointer(attr, binding.inputs[k].ptr)
             c = d if mode == 0 else (ops["c"].ptr if mode == 1 else eng.workspace_ptr or 0)
@@ -785,89 +781,3 @@ class Matmul(StatefulObject):
             self._engine = None
         self._ops = None
         self._staged = {}
-
-
-def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None,
-           qualifiers=None, quantization_scales=None, options=None, preferences=None,
-           algorithm=None, execution=None, stream=None):
-    """``epilog(alpha * a @ b + beta * c)`` in one call (planned objects are cached).
-
-    The second call with operands of the same layout, dtype, package and device plans nothing:
-    the planned :class:`Matmul` is taken from a process-wide LRU cache and rebound.
-
-    Parameters
-    ----------
-    a, b, c, alpha, beta, qualifiers, quantization_scales, options, execution, stream
-        As for :class:`Matmul`.
-    epilog : MatmulEpilog, int or str, optional
-        E.g. ``MatmulEpilog.RELU_BIAS`` or ``"relu_bias"``.
-    epilog_inputs : dict, optional
-        ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
-    preferences : MatmulPlanPreferences or dict, optional
-    algorithm : Algorithm, optional
-        Use this algorithm (from :meth:`Matmul.plan`) instead of the heuristics.
-
-    Returns
-    -------
-    result, or (result, aux)
-        The result in the operands' package; ``aux`` (a dict) for epilogs and options with
-        auxiliary outputs (``relu_aux``, ``gelu_aux``, bias gradients, ``result_amax``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from cuweave.linalg.advanced import matmul
-    >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    >>> b = np.ones((3, 2), np.float32)
-    >>> bias = np.array([-4.0, 1.0], np.float32)        # length M: added to every column
-    >>> matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias}, execution="cpu")
-    array([[ 0.,  0.],
-           [13., 13.]], dtype=float32)
-    >>> d, aux = matmul(a, b, epilog="relu_aux", execution="cpu")
-    >>> sorted(aux), aux["relu_aux"].dtype
-    (['relu_aux'], dtype('uint8'))
-    """
-    ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
-    if c is not None:
-        ops["c"] = wrap_operand(c, "c")
-    inputs = None
-    if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
-        validate_epilog_inputs(epilog, epilog_inputs)  # raises: not a dict
-    if algorithm is not None:
-        _check_algorithm(algorithm)
-    if epilog_inputs:
-        inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
-    extras = None  # everything but the operands, frozen only when something is given
-    if (epilog is not None or inputs is not None or qualifiers is not None or
-            quantization_scales is not None or options is not None or preferences is not None
-            or execution is not None or algorithm is not None):
-        extras = (_freeze(epilog),
-                  None if inputs is None else tuple(sorted((k, _input_key(v))
-                                                           for k, v in inputs.items())),
-                  None if qualifiers is None else _freeze(np.asarray(qualifiers)),
-                  None if quantization_scales is None else _freeze(quantization_scales),
-                  None if options is None else _freeze(options),
-                  None if preferences is None else _freeze(preferences),
-                  None if execution is None else _freeze(execution), algorithm)
-    key = (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
-           beta is None, extras)
-    try:
-        mm = plan_cache.pop(key)
-    except TypeError:  # something unhashable: no caching
-        key = mm = None
-    if mm is None:
-        mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
-                    quantization_scales=quantization_scales, options=options,
-                    execution=execution, stream=stream)
-        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
-                algorithms=[algorithm] if algorithm is not None else None)
-    else:
-        mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
-                   None, False)  # the stream: release_operands() reset it; execute gets it
-    try:
-        return mm.execute(stream=stream)
-    finally:
-        mm.release_operands()
-        if key is not None:
-            ws = mm._engine.workspace_size if mm._engine is not None else 0
-            plan_cache.put(key, mm, ws)

@@ -1,0 +1,169 @@
+"""The function form :func:`matmul`: a planned :class:`Matmul` per operand layout, cached.
+
+A call wraps its operands, looks the plan up in :data:`plan_cache` (an LRU bounded by count
+and workspace bytes), rebinds the operands and executes. For torch CUDA tensors with nothing
+but ``alpha`` and ``epilog`` given, the key is read straight off the tensors and a hit reuses
+the cached plan's operand records (no wrapping): the call is then the planned execute plus
+about a microsecond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._internal.cache import PlanCache
+from ..._internal.operands import wrap_operand
+from ._binding import _input_name, alignment
+from ._checks import _check_algorithm, _freeze, _input_key, _op_key
+from ._epilogs import validate_epilog_inputs
+from .matmul import Matmul
+
+__all__ = ["matmul", "plan_cache"]
+
+#: the function form's plan cache (bounded by count and workspace bytes)
+plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
+
+
+def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs=None,
+           qualifiers=None, quantization_scales=None, options=None, preferences=None,
+           algorithm=None, execution=None, stream=None):
+    """``epilog(alpha * a @ b + beta * c)`` in one call (planned objects are cached).
+
+    The second call with operands of the same layout, dtype, package and device plans nothing:
+    the planned :class:`Matmul` is taken from a process-wide LRU cache and rebound.
+
+    Parameters
+    ----------
+    a, b, c, alpha, beta, qualifiers, quantization_scales, options, execution, stream
+        As for :class:`Matmul`.
+    epilog : MatmulEpilog, int or str, optional
+        E.g. ``MatmulEpilog.RELU_BIAS`` or ``"relu_bias"``.
+    epilog_inputs : dict, optional
+        ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
+    preferences : MatmulPlanPreferences or dict, optional
+    algorithm : Algorithm, optional
+        Use this algorithm (from :meth:`Matmul.plan`) instead of the heuristics.
+
+    Returns
+    -------
+    result, or (result, aux)
+        The result in the operands' package; ``aux`` (a dict) for epilogs and options with
+        auxiliary outputs (``relu_aux``, ``gelu_aux``, bias gradients, ``result_amax``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cuweave.linalg.advanced import matmul
+    >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> b = np.ones((3, 2), np.float32)
+    >>> bias = np.array([-4.0, 1.0], np.float32)        # length M: added to every column
+    >>> matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias}, execution="cpu")
+    array([[ 0.,  0.],
+           [13., 13.]], dtype=float32)
+    >>> d, aux = matmul(a, b, epilog="relu_aux", execution="cpu")
+    >>> sorted(aux), aux["relu_aux"].dtype
+    (['relu_aux'], dtype('uint8'))
+    """
+    fast, mm, looked_up = None, None, False
+    if (c is None and epilog_inputs is None and qualifiers is None and options is None
+            and quantization_scales is None and preferences is None and algorithm is None
+            and execution is None):
+        fast = _torch_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
+        if fast is not None and stream is None:
+            mm, looked_up = plan_cache.pop(fast), True
+            if mm is not None:
+                return _run_cached(mm, fast, a, b, alpha)
+    ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
+    if c is not None:
+        ops["c"] = wrap_operand(c, "c")
+    inputs = None
+    if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
+        validate_epilog_inputs(epilog, epilog_inputs)  # raises: not a dict
+    if algorithm is not None:
+        _check_algorithm(algorithm)
+    if epilog_inputs:
+        inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
+    key = fast
+    if key is None:
+        key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
+                   preferences, execution, algorithm)
+    if not looked_up:
+        try:
+            mm = plan_cache.pop(key)
+        except TypeError:  # something unhashable: no caching
+            key = None
+    if mm is None:
+        mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
+                    quantization_scales=quantization_scales, options=options,
+                    execution=execution, stream=stream)
+        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
+                algorithms=[algorithm] if algorithm is not None else None)
+    else:
+        mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
+                   None, False)  # the stream: release_operands() reset it; execute gets it
+    mm._spare_ops = ops if fast is not None else None
+    try:
+        return mm.execute(stream=stream)
+    finally:
+        _put_back(mm, key)
+
+
+def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
+         execution, algorithm) -> tuple:
+    extras = None  # everything but the operands, frozen only when something is given
+    if (epilog is not None or inputs is not None or qualifiers is not None or
+            quantization_scales is not None or options is not None or preferences is not None
+            or execution is not None or algorithm is not None):
+        extras = (_freeze(epilog),
+                  None if inputs is None else tuple(sorted((k, _input_key(v))
+                                                           for k, v in inputs.items())),
+                  None if qualifiers is None else _freeze(np.asarray(qualifiers)),
+                  None if quantization_scales is None else _freeze(quantization_scales),
+                  None if options is None else _freeze(options),
+                  None if preferences is None else _freeze(preferences),
+                  None if execution is None else _freeze(execution), algorithm)
+    return (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
+            beta is None, extras)
+
+
+def _torch_key(a, b, epilog):
+    """The cache key of ``matmul(a, b[, alpha][, epilog])`` on torch CUDA tensors, read off the
+    tensors (what :func:`_key` holds, pointers by alignment), or None for anything else."""
+    if type(a).__module__ != "torch" or type(b).__module__ != "torch":
+        return None
+    if not (a.is_cuda and b.is_cuda) or a.is_conj() or b.is_conj() or a.is_neg() or b.is_neg():
+        return None
+    try:
+        hash(epilog)
+    except TypeError:
+        return None
+    return ("torch", a.dtype, a.shape, a.stride(), a.get_device(), alignment(a.data_ptr()),
+            b.dtype, b.shape, b.stride(), b.get_device(), alignment(b.data_ptr()), epilog)
+
+
+def _run_cached(mm, key, a, b, alpha):
+    """Execute a cached plan for the tensors ``a`` and ``b`` of ``key`` (its operand records
+    get the new tensors; no wrapping)."""
+    ops = mm._spare_ops
+    if ops is None:  # planned by a call that could not use the key: wrap this once
+        ops = mm._spare_ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
+    else:
+        ops["a"].obj, ops["a"].ptr = a, a.data_ptr()
+        ops["b"].obj, ops["b"].ptr = b, b.data_ptr()
+    mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
+    try:
+        return mm.execute()
+    finally:
+        _put_back(mm, key)
+
+
+def _put_back(mm, key) -> None:
+    """Release the call's operands (the records keep no tensor alive) and cache the plan."""
+    mm.release_operands()
+    spare = getattr(mm, "_spare_ops", None)
+    if spare is not None:
+        for op in spare.values():
+            op.obj = None
+    if key is not None:
+        ws = mm._engine.workspace_size if mm._engine is not None else 0
+        plan_cache.put(key, mm, ws)
