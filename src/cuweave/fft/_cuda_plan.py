@@ -141,9 +141,9 @@ def _stream_wait_event(stream: int, event) -> None:
 
 
 #: Callback slots a ``norm`` scale goes to, in order of preference. Measured on an H200
-#: (``benchmarks/results/fft_callbacks_probe.md``): a store callback costs 6% at 16384 FFTs
-#: of 1024 points where a load callback costs 15%, and 2% on a 4096² 2-D transform where a
-#: load callback costs 158%; elsewhere the two are within 5%.
+#: (``benchmarks/results/fft_callbacks_probe.md``): a store callback costs 8% at 16384 FFTs
+#: of 1024 points where a load callback costs 16%, and 2% on a 4096² 2-D transform where a
+#: load callback costs 157%; elsewhere the two are within 5%.
 _SCALE_SLOTS = ("epilog", "prolog")
 
 

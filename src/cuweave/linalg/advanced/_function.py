@@ -68,11 +68,13 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
-        fast = _torch_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
-        if fast is not None and stream is None:
-            mm, looked_up = plan_cache.pop(fast), True
-            if mm is not None:
-                return _run_cached(mm, fast, a, b, alpha)
+        found = _torch_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
+        if found is not None:
+            fast, ptrs = found
+            if stream is None:
+                mm, looked_up = plan_cache.pop(fast), True
+                if mm is not None:
+                    return _run_cached(mm, fast, a, b, ptrs, alpha)
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -127,29 +129,32 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
 
 
 def _torch_key(a, b, epilog):
-    """The cache key of ``matmul(a, b[, alpha][, epilog])`` on torch CUDA tensors, read off the
-    tensors (what :func:`_key` holds, pointers by alignment), or None for anything else."""
+    """``(key, (pointer of a, pointer of b))``: the cache key of ``matmul(a, b[, alpha][,
+    epilog])`` on torch CUDA tensors read off the tensors (what :func:`_key` holds, pointers by
+    alignment), or None for anything else."""
     if type(a).__module__ != "torch" or type(b).__module__ != "torch":
         return None
-    if not (a.is_cuda and b.is_cuda) or a.is_conj() or b.is_conj() or a.is_neg() or b.is_neg():
+    dev_a, dev_b = a.get_device(), b.get_device()  # -1 on the CPU
+    if dev_a < 0 or dev_b < 0 or a.is_conj() or b.is_conj() or a.is_neg() or b.is_neg():
         return None
     try:
         hash(epilog)
     except TypeError:
         return None
-    return ("torch", a.dtype, a.shape, a.stride(), a.get_device(), alignment(a.data_ptr()),
-            b.dtype, b.shape, b.stride(), b.get_device(), alignment(b.data_ptr()), epilog)
+    pa, pb = a.data_ptr(), b.data_ptr()
+    return ("torch", a.dtype, a.shape, a.stride(), dev_a, alignment(pa), b.dtype, b.shape,
+            b.stride(), dev_b, alignment(pb), epilog), (pa, pb)
 
 
-def _run_cached(mm, key, a, b, alpha):
+def _run_cached(mm, key, a, b, ptrs, alpha):
     """Execute a cached plan for the tensors ``a`` and ``b`` of ``key`` (its operand records
     get the new tensors; no wrapping)."""
-    ops = mm._spare_ops
+    ops = getattr(mm, "_spare_ops", None)
     if ops is None:  # planned by a call that could not use the key: wrap this once
         ops = mm._spare_ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     else:
-        ops["a"].obj, ops["a"].ptr = a, a.data_ptr()
-        ops["b"].obj, ops["b"].ptr = b, b.data_ptr()
+        ops["a"].obj, ops["a"].ptr = a, ptrs[0]
+        ops["b"].obj, ops["b"].ptr = b, ptrs[1]
     mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
     try:
         return mm.execute()
