@@ -754,6 +754,27 @@ def test_lean_run_applies_only_while_it_is_valid(gpu):
         mm.execute()
 
 
+def test_dropping_a_planned_matmul_frees_it_without_gc(gpu, monkeypatch):
+    import gc
+    import weakref
+
+    freed = []
+    monkeypatch.setattr(_cuda.CudaEngine, "free", lambda self: freed.append(self))
+    a, b, bias = gpu.tensor(64, 32), gpu.tensor(32, 48), gpu.tensor(64)
+    gc.disable()
+    try:
+        for kw in ({}, {"epilog": "RELU_BIAS", "epilog_inputs": {"bias": bias}}):
+            mm = Matmul(a, b)
+            mm.plan(**kw)
+            mm.execute()
+            ref = weakref.ref(mm)
+            del mm
+            assert ref() is None  # no reference cycle keeps a plan (and its workspace) alive
+        assert len(freed) == 2
+    finally:
+        gc.enable()
+
+
 def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
     a, b = gpu.tensor(64, 32), gpu.tensor(32, 48)
     with Matmul(a, b) as mm:

@@ -512,8 +512,8 @@ class Matmul(StatefulObject):
         current, alloc, run, x, y = hot.current_stream, hot.result, eng.run, *hot.src
         mode, inputs, binding = hot.c_mode, hot.inputs, self._binding
 
-        def fast_run():
-            ops = self._ops
+        def fast_run(mm):  # the Matmul is an argument: a closure over it would be a cycle
+            ops = mm._ops
             s = current()
             if s != eng.last_stream:
                 eng.switch_stream(s)
@@ -546,7 +546,7 @@ class Matmul(StatefulObject):
         """Run the planned matmul; returns the result (and an aux dict for aux epilogs)."""
         fast = self._fast
         if fast is not None and algorithm is None and stream is None and not release_workspace:
-            return fast()
+            return fast(self)
         self._require_planned("execute")
         if self._ops is None:
             raise InvalidStateError("execute() after release_operands(): call "
