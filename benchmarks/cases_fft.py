@@ -104,19 +104,14 @@ def _host_overhead(results, peers, quick):
     f.free()
 
 
-def _conv_callbacks(results, quick, peers):
-    """Convolution by a filter spectrum with the filter in a callback and the ``1/n`` fused:
-    two passes over memory, against fft → multiply → ifft (+ a scaling pass) in torch and
-    CuPy. Two placements: the forward's epilog (``examples/fft/convolution_epilog.py``) and
-    the inverse's prolog. cuFFT 12 runs a 16384-point transform with any callback about 57%
-    slower than without one (``results/fft_callbacks_probe.md``), so putting both the filter
-    and the scale into the inverse pays that once instead of twice."""
+def convolution_impls(torch, cupy, b: int, n: int) -> dict:
+    """Convolution of ``b`` signals of ``n`` points by a filter spectrum: cuweave with the filter
+    in the inverse's prolog and in the forward's epilog (the ``1/n`` fused either way), torch's
+    and CuPy's fft → multiply → ifft. Names -> zero-argument callables."""
     import cuweave.fft as F
 
-    torch, cupy, _ = peers
-    b, n = (256, 16384) if quick else (1024, 16384)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(b, n, dtype=torch.complex64, device="cuda", generator=g)
+    x = torch.randn(b, n, dtype=torch.complex64, device="cuda",
+                    generator=torch.Generator(device="cuda").manual_seed(0))
     filt = torch.fft.fft(torch.exp(-torch.arange(n, device="cuda") / 50).to(torch.complex64))
     nu = np.uint64(n)
 
@@ -128,18 +123,32 @@ def _conv_callbacks(results, quick, peers):
 
     epi = {"ltoir": F.compile_epilog(epilog, "complex64", "complex64"), "data": filt.data_ptr()}
     pro = {"ltoir": F.compile_prolog(prolog, "complex64", "complex64"), "data": filt.data_ptr()}
-    ours = {"cuweave (filter in the inverse's prolog)":
-            lambda: F.ifft(F.fft(x, axes=(1,)), axes=(1,), prolog=pro, norm="backward"),
-            "cuweave (filter in the forward's epilog)":
-            lambda: F.ifft(F.fft(x, axes=(1,), epilog=epi), axes=(1,), norm="backward")}
-    impls = dict(ours, torch=lambda: torch.fft.ifft(torch.fft.fft(x, dim=1) * filt, dim=1))
+    impls = {"cuweave (filter in the inverse's prolog)":
+             lambda: F.ifft(F.fft(x, axes=(1,)), axes=(1,), prolog=pro, norm="backward"),
+             "cuweave (filter in the forward's epilog)":
+             lambda: F.ifft(F.fft(x, axes=(1,), epilog=epi), axes=(1,), norm="backward"),
+             "torch": lambda: torch.fft.ifft(torch.fft.fft(x, dim=1) * filt, dim=1)}
     if cupy is not None:
         xc, fc = cupy.asarray(x), cupy.asarray(filt)
         impls["cupy"] = lambda: cupy.fft.ifft(cupy.fft.fft(xc, axis=1) * fc, axis=1)
+    return impls
+
+
+def _conv_callbacks(results, quick, peers):
+    """Convolution by a filter spectrum with the filter in a callback and the ``1/n`` fused:
+    two passes over memory, against fft → multiply → ifft (+ a scaling pass) in torch and
+    CuPy. Two placements: the forward's epilog (``examples/fft/convolution_epilog.py``) and
+    the inverse's prolog. cuFFT 12 runs a 16384-point transform with any callback about 60%
+    slower than without one (``results/fft_callbacks_probe.md``), so putting both the filter
+    and the scale into the inverse pays that once instead of twice."""
+    torch, cupy, _ = peers
+    b, n = (256, 16384) if quick else (1024, 16384)
+    impls = convolution_impls(torch, cupy, b, n)
+    ours = [name for name in impls if name.startswith("cuweave")]
     want = impls["torch"]()
     case = f"callback convolution {b}x{n} c64"
-    errs = {name: float(torch.linalg.norm(fn() - want) / torch.linalg.norm(want))
-            for name, fn in ours.items()}
+    errs = {name: float(torch.linalg.norm(impls[name]() - want) / torch.linalg.norm(want))
+            for name in ours}
     for name, ms in gpu_times_interleaved(impls, iters=10 if quick else 30).items():
         results.add(case=case, impl=name, metric="ms", value=ms, unit="ms",
                     **({"rel_err": errs[name]} if name in errs else {}))

@@ -57,22 +57,10 @@ def _stream_ptr(stream) -> int:
 
 def gpu_time_ms(fn, *, iters: int = 20, warmup: int = 3, stream=None, repeats: int = 3) -> float:
     """Median over ``repeats`` of (event-timed span of ``iters`` queued calls) / ``iters``."""
-    from cuweave._internal import cuda
-
-    s = _stream_ptr(stream)
-    for _ in range(warmup):
+    for _ in range(warmup):  # here, so that a failing ``fn`` raises
         fn()
-    device_sync()
-    times = []
-    for _ in range(repeats):
-        start, end = cuda.Event(), cuda.Event()
-        start.record(s)
-        for _ in range(iters):
-            fn()
-        end.record(s)
-        end.synchronize()
-        times.append(start.elapsed_ms(end) / iters)
-    return statistics.median(times)
+    return gpu_times_interleaved({"fn": fn}, iters=iters, warmup=0, rounds=repeats,
+                                 stream=stream)["fn"]
 
 
 def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, rounds: int = 5,
@@ -102,19 +90,10 @@ def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, roun
 def host_us_per_call(fn, *, calls: int = 2000, warmup: int = 50, sync=None,
                      repeats: int = 5) -> float:
     """Median over ``repeats`` of wall µs per call for ``calls`` back-to-back calls."""
-    for _ in range(warmup):
+    for _ in range(warmup):  # here, so that a failing ``fn`` raises
         fn()
-    if sync:
-        sync()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        if sync:
-            sync()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(times)
+    return host_us_interleaved({"fn": fn}, calls=calls, warmup=0, sync=sync,
+                               rounds=repeats)["fn"]
 
 
 def host_us_interleaved(impls: dict, *, calls: int = 2000, warmup: int = 50, sync=None,

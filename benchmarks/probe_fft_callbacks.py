@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from cases_fft import convolution_impls  # noqa: E402
 from harness import gpu_times_interleaved, peer  # noqa: E402
 
 import cuweave.fft as F  # noqa: E402
@@ -105,32 +106,15 @@ def norm_slots():
     _table('2. ifft(norm="backward"): the scale in the store vs the load callback', rows)
 
 
+_CONV_LABELS = {
+    "cuweave (filter in the forward's epilog)": "cuweave, filter in the forward's epilog",
+    "cuweave (filter in the inverse's prolog)": "cuweave, filter in the inverse's prolog",
+    "torch": "torch fft → multiply → ifft", "cupy": "CuPy fft → multiply → ifft"}
+
+
 def _convolution_rows(b, n, cupy) -> dict:
-    nu = np.uint64(n)
-    x = torch.randn(b, n, dtype=torch.complex64, device="cuda")
-    filt = torch.fft.fft(torch.exp(-torch.arange(n, device="cuda") / 50).to(torch.complex64))
-
-    def epilog(data_out, offset, element, user_info, reserved):
-        data_out[offset] = element * user_info[offset % nu]
-
-    def prolog(data_in, offset, user_info, reserved):
-        return data_in[offset] * user_info[offset % nu]
-
-    epi = {"ltoir": F.compile_epilog(epilog, "complex64", "complex64"), "data": filt.data_ptr()}
-    pro = {"ltoir": F.compile_prolog(prolog, "complex64", "complex64"), "data": filt.data_ptr()}
-    impls = {
-        "cuweave, filter in the forward's epilog": lambda: F.ifft(
-            F.fft(x, axes=(1,), epilog=epi), axes=(1,), norm="backward"),
-        "cuweave, filter in the inverse's prolog": lambda: F.ifft(
-            F.fft(x, axes=(1,)), axes=(1,), prolog=pro, norm="backward"),
-        "torch fft → multiply → ifft": lambda: torch.fft.ifft(
-            torch.fft.fft(x, dim=1) * filt, dim=1),
-    }
-    if cupy is not None:
-        xc, fc = cupy.asarray(x), cupy.asarray(filt)
-        impls["CuPy fft → multiply → ifft"] = lambda: cupy.fft.ifft(
-            cupy.fft.fft(xc, axis=1) * fc, axis=1)
-    return {f"{b}x{n}: {name}": ms
+    impls = convolution_impls(torch, cupy, b, n)
+    return {f"{b}x{n}: {_CONV_LABELS[name]}": ms
             for name, ms in gpu_times_interleaved(impls, iters=20).items()}
 
 

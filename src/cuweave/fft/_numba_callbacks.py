@@ -3,7 +3,7 @@
 A store callback that numba-cuda compiles directly under cuFFT's symbol (``abi="c"``) does not
 match the declaration in cuFFT's kernel: numba's C ABI passes a complex element as two scalars
 and returns a pointer from a ``void`` function. nvJitLink then keeps an out-of-line call per
-element, which costs 46% of the transform for a callback that only stores (see
+element, which costs about 40% of the transform for a callback that only stores (see
 ``benchmarks/results/fft_callbacks_probe.md``). Here
 
 * the user's function is compiled by numba-cuda under a private name, its operand pointers
@@ -25,6 +25,7 @@ import functools
 import itertools
 import operator
 
+from .._internal.dtypes import ITEMSIZE
 from .._internal.logging import get_logger
 
 __all__ = ["global_pointer", "compile_inlinable"]
@@ -33,7 +34,6 @@ _log = get_logger("fft")
 _names = itertools.count()
 _SCALAR = {"complex64": "float", "complex128": "double", "float32": "float",
            "float64": "double"}
-_ITEMSIZE = {"complex64": 8, "complex128": 16, "float32": 4, "float64": 8}
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,7 +78,7 @@ def global_pointer(dtype: str):
     """The numba type of a pointer to ``dtype`` elements in global memory (natural alignment)."""
     from numba.cuda import types
 
-    return _pointer_class()(getattr(types, dtype), _ITEMSIZE[dtype])
+    return _pointer_class()(getattr(types, dtype), ITEMSIZE[dtype])
 
 
 def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc) -> bytes | None:

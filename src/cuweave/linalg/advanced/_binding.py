@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import types
 
@@ -104,15 +105,14 @@ def device_allocator(package: str, shape, dtype: str, perm, device_id: int):
         if same:
             # empty_like of a one-element tensor expanded to the shape (not dense, so the new
             # tensor is C-contiguous) parses one argument: ~0.5 µs cheaper than torch.empty
-            template = torch.empty((), **kw).expand(shape)
-            like = torch.empty_like
-            if like(template).stride() != c_strides(shape):  # pragma: no cover - other torch
-                template, like = None, None
+            new = functools.partial(torch.empty_like, torch.empty((), **kw).expand(shape))
+            if new().stride() != c_strides(shape):  # pragma: no cover - another torch's rule
+                new = functools.partial(torch.empty, *alloc_shape, **kw)
 
             def alloc(stream, foreign):
                 if foreign:
                     return generic(stream)
-                x = like(template) if like is not None else torch.empty(*alloc_shape, **kw)
+                x = new()
                 return x, x.data_ptr()
 
             return alloc

@@ -149,7 +149,7 @@ def _torch_key(a, b, epilog):
 def _run_cached(mm, key, a, b, ptrs, alpha):
     """Execute a cached plan for the tensors ``a`` and ``b`` of ``key`` (its operand records
     get the new tensors; no wrapping)."""
-    ops = getattr(mm, "_spare_ops", None)
+    ops = mm._spare_ops
     if ops is None:  # planned by a call that could not use the key: wrap this once
         ops = mm._spare_ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     else:
@@ -165,7 +165,7 @@ def _run_cached(mm, key, a, b, ptrs, alpha):
 def _put_back(mm, key) -> None:
     """Release the call's operands (the records keep no tensor alive) and cache the plan."""
     mm.release_operands()
-    spare = getattr(mm, "_spare_ops", None)
+    spare = mm._spare_ops
     if spare is not None:
         for op in spare.values():
             op.obj = None

@@ -127,6 +127,7 @@ class Matmul(StatefulObject):
 
     _fast = None  # the lean CUDA run of execute() where it applies now (_refresh_fast)
     _fast_run = None  # that run, built by plan(); None where every run needs the general path
+    _spare_ops = None  # operand records the function form refills on a cache hit (_function)
 
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
                  quantization_scales=None, options=None, execution=None, stream=None):
