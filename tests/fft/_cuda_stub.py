@@ -202,6 +202,7 @@ def fake_cuda(native: str | None = None):
         mp.setattr(cuda, "memcpy_async", lambda dst, src, n, stream: fake.log.append(
             ("memcpy", dst, src, n, stream)))
         mp.setattr(cuda, "Event", fake.event_class())
+        mp.setattr(cuda, "pointer_space", lambda ptr: ("device", fake.device))
         mp.setattr(_cuda_plan, "allocate", fake.allocate)
         mp.setattr(_cuda_plan, "_core_set_current", lambda device_id: None)
         mp.setattr(_cuda_plan, "_stream_wait_event", lambda stream, ev: fake.log.append(

@@ -29,6 +29,7 @@ __all__ = [
     "memcpy",
     "host_alloc",
     "host_free",
+    "pointer_space",
     "Event",
 ]
 
@@ -246,6 +247,27 @@ def host_alloc(nbytes: int) -> int:
 def host_free(ptr: int) -> None:
     drv = driver()
     check(drv.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+def pointer_space(ptr: int) -> tuple[str | None, int | None]:
+    """Where ``ptr`` points as the driver sees it: ``("device", ordinal)``, ``("managed",
+    ordinal)``, ``("pinned", None)`` (page-locked host memory, device-accessible), or ``(None,
+    None)`` for memory CUDA does not know (pageable host memory, a bad address)."""
+    drv = driver()
+    A = drv.CUpointer_attribute
+    err, kind = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        return (None, None)
+    err, managed = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr)
+    err2, ordinal = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    ordinal = int(ordinal) if err2 == drv.CUresult.CUDA_SUCCESS else None
+    if err == drv.CUresult.CUDA_SUCCESS and managed:
+        return ("managed", ordinal)
+    if int(kind) == int(drv.CUmemorytype.CU_MEMORYTYPE_DEVICE):
+        return ("device", ordinal)
+    if int(kind) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
+        return ("pinned", None)
+    return (None, None)
 
 
 class Event:

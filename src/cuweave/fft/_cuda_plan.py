@@ -254,6 +254,9 @@ class CudaPlan:
             _preload_jit_dependencies()
         # Callbacks go in under cuFFT's default symbol (NULL name): compile_prolog/epilog and
         # scale_callback emit exactly that name; DeviceCallable.symbol overrides it.
+        for kind, c in (("prolog", prolog), ("epilog", epilog)):
+            if c is not None and c.data:
+                _check_user_data(c.data, spec.device_id, kind)
         self.handle = cufft.create()
         self._keep = []
         try:
@@ -298,3 +301,15 @@ class CudaPlan:
         self._keep = []
         if h is not None:
             cufft.destroy(h)
+
+
+def _check_user_data(ptr: int, device_id: int, kind: str) -> None:
+    """A callback's ``user_info`` is dereferenced inside cuFFT's kernels: it must be memory
+    the GPU can read (device, managed or pinned host memory), never a pageable host pointer."""
+    where, ordinal = cuda.pointer_space(ptr)
+    if where is None or (where == "device" and ordinal != device_id):
+        got = "memory CUDA does not know (pageable host memory?)" if where is None else \
+            f"device memory of cuda:{ordinal}"
+        raise InvalidOptionError(
+            f"{kind}.data must be a pointer to device, managed or pinned memory readable by "
+            f"cuda:{device_id}, got {ptr:#x} ({got})")

@@ -85,6 +85,12 @@ def _freeze(value):
         return (type(value), tuple(_freeze(getattr(value, f)) for f in fields))
     if isinstance(value, np.ndarray):
         return (value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.generic):  # compares safely with tuples, unlike NumPy scalars
+        return (value.dtype.str, value.item())
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        # another package's array (a scale tensor, ...): never held by the cache, never
+        # compared elementwise; the call rebinds it, so only its kind enters the key
+        return ("array", type(value).__module__, str(value.dtype), tuple(value.shape))
     try:
         hash(value)
     except TypeError:
@@ -103,3 +109,55 @@ def _op_key(op) -> tuple | None:
 
 def _input_key(op) -> tuple:
     return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
+
+
+_SCALE_NAMES = ("a", "b", "c", "d")
+
+
+def check_scales(scales, place: tuple, fp8_result: bool) -> dict:
+    """Per-tensor fp8 scales checked against the operands' memory space ``place``
+    (``(device, device_id)`` of the operands), before any work.
+
+    Returns ``{name: float or Operand}`` for the scales given: Python/NumPy scalars become
+    floats; arrays are wrapped. cuBLASLt reads a scale through a *device* pointer, so a host
+    pointer must never reach it: an array scale must live where the operands live (nvmath's
+    rule). Host scales (with host operands) are read at execution and uploaded; device scales
+    must be one float32 element on the operands' device (cuBLASLt's scale type for fp8).
+    """
+    from ..._internal.operands import wrap_operand
+
+    out = {}
+    for name in _SCALE_NAMES:
+        v = getattr(scales, name)
+        if v is None:
+            continue
+        if name == "d" and not fp8_result:
+            raise InvalidOptionError(
+                "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
+                f"fp8 results only), got {v!r}")
+        param = f"quantization_scales.{name}"
+        if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
+            out[name] = float(v)
+            continue
+        op = wrap_operand(v, param)
+        where = "host memory" if place[0] == "cpu" else f"cuda:{place[1]}"
+        got = "host memory" if op.device == "cpu" else f"cuda:{op.device_id}"
+        if op.place != place:
+            raise InvalidOperandError(
+                f"{param} must be a scalar or a 1-element array in the operands' memory space "
+                f"({where}), got an array in {got}")
+        if op.dtype not in ("float16", "bfloat16", "float32", "float64"):
+            raise InvalidOperandError(f"{param} must be a real floating-point scale, got dtype "
+                                      f"{op.dtype}")
+        if op.device != "cpu" and op.dtype != "float32":
+            raise InvalidOperandError(f"{param} must be float32 on the device (cuBLASLt reads "
+                                      f"fp8 scales as float32), got {op.dtype}")
+        out[name] = op
+    return out
+
+
+def scale_value(scale) -> float:
+    """The value of a checked host scale (a float or a host Operand), read now."""
+    if isinstance(scale, float):
+        return scale
+    return float(np.asarray(scale.host_array(), np.float64).reshape(-1)[0])

@@ -44,6 +44,8 @@ from ._checks import (
     _scalar,
     _signature,
     alignment_error,
+    check_scales,
+    scale_value,
 )
 from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
 from ._layout import analyze, host_view, remember_aux_frame
@@ -162,11 +164,8 @@ class Matmul(StatefulObject):
         if quantization_scales is not None and not self._types["fp8"]:
             raise InvalidOptionError("quantization_scales must be None for non-fp8 operands, "
                                      f"got {quantization_scales!r}")
-        if self._scales.d is not None and self._types["d"] not in ("float8_e4m3fn",
-                                                                  "float8_e5m2"):
-            raise InvalidOptionError(
-                "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
-                f"fp8 results only), got {self._scales.d!r} for result {self._types['d']!r}")
+        self._place = ops["a"].place
+        self._scale_ops = self._check_scales(self._scales)
         self._stream = stream
         self._stream_ptr = None  # ``stream`` resolved at plan time
         if stream is not None:
@@ -221,6 +220,10 @@ class Matmul(StatefulObject):
                 not self._types["a"].startswith("complex"):
             raise InvalidOperandError(f"{name} must be real for real operands, got {value!r}")
         return value
+
+    def _check_scales(self, scales) -> dict:
+        return check_scales(scales, self._place, self._types["d"] in ("float8_e4m3fn",
+                                                                      "float8_e5m2"))
 
     def _set_stream(self, stream) -> None:
         """The stream of the following runs (``None``: the package's current stream then)."""
@@ -310,8 +313,8 @@ class Matmul(StatefulObject):
         if beta is not None and (check or beta != self._beta):
             self.beta = beta
         if scales is not None:
-            self._scales = coerce_options(scales, MatmulQuantizationScales,
-                                          "quantization_scales")
+            sc = coerce_options(scales, MatmulQuantizationScales, "quantization_scales")
+            self._scale_ops, self._scales = self._check_scales(sc), sc
         if inputs is not None:
             self._binding.reset_inputs(inputs, check)
         if stream is not None:
@@ -608,10 +611,10 @@ class Matmul(StatefulObject):
         aux = self._new_aux(0, True)
         aux_out = {k: _batched_view(v[1].host_array(), count) for k, v in aux.items()}
         alpha, beta = self.alpha, self.beta
-        sc = self._scales
+        sd = 1.0
         if t["fp8"]:
-            sa, sb, scc, sd = (float(np.asarray(x).reshape(-1)[0]) if x is not None else 1.0
-                               for x in (sc.a, sc.b, sc.c, sc.d))
+            sc = self._scale_ops
+            sa, sb, scc, sd = (scale_value(sc[k]) if k in sc else 1.0 for k in "abcd")
             alpha, beta = alpha * sa * sb * sd, beta * scc * sd
         execute_cpu(a, b, c, d, alpha=alpha, beta=beta, epilog=bind.lt, bias=bias,
                     aux_in=aux_in, aux_out=aux_out,
@@ -745,17 +748,17 @@ class Matmul(StatefulObject):
     def _bind_fp8(self, state, s) -> None:
         from ._binding import _A
 
-        eng, sc = self._engine, self._scales
+        eng, sc = self._engine, self._scale_ops
         for name, attr in (("a", _A.A_SCALE_POINTER), ("b", _A.B_SCALE_POINTER),
                            ("c", _A.C_SCALE_POINTER), ("d", _A.D_SCALE_POINTER)):
-            v = getattr(sc, name)
+            v = sc.get(name)
             if v is None:
                 continue
-            if isinstance(v, int | float | np.number):
-                host = np.array([v], np.float32)
+            if isinstance(v, float) or v.device == "cpu":  # host: uploaded, never passed
+                host = np.array([scale_value(v)], np.float32)
                 eng.set_pointer(attr, eng.upload([("scale_" + name, host)], s)[0])
-            else:
-                eng.set_pointer(attr, wrap_operand(v, f"quantization_scales.{name}").ptr)
+            else:  # checked: float32 on the operands' device
+                eng.set_pointer(attr, v.ptr)
         if self.options.result_amax:
             ref = self._ops["a"]
             amax = empty(ref, (1,), "float32", device_id=self._device_id, stream=s)
