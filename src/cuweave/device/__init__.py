@@ -1,17 +1,34 @@
-"""Device-side math inside numba ``@cuda.jit`` kernels (cuFFTDx through NVRTC).
+"""Device-side math inside numba ``@cuda.jit`` kernels (cuFFTDx and cuRAND through NVRTC).
 
 ``import cuweave.device`` imports neither numba nor any CUDA library: numba is imported when an
-:class:`FFT` is built or its ``execute`` is resolved, NVRTC when a configuration is compiled.
+:class:`FFT` is built, a vector type (``float32x2``, ...) or :mod:`~cuweave.device.random` is
+first used; NVRTC when a configuration is compiled. Kernels may refer to an ``FFT`` object
+directly (its traits are compile-time constants there) -- building it is all the registration.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from ._options import ComplexLayout, Direction, Execution, FFTType, RealMode
-from .fft import FFT, Dim3, valid_sizes, warm_cache
+from .common_cuda import ComputeCapability, Dim3, current_device_sm
+from .fft import FFT, valid_sizes, warm_cache
+
+_VECTOR_NAMES = ("float16x2", "float16x4", "float32x2", "float32x4", "float64x2", "float64x4",
+                 "uint32x4")
+_LAZY = {
+    **{n: "._vector_types" for n in _VECTOR_NAMES},
+    **{f"{n}_type": "._vector_types" for n in _VECTOR_NAMES},
+    **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
+                             "np_float16x2", "np_float16x4")},
+}
+_SUBMODULES = ("types", "random", "common_cuda")
 
 __all__ = [
     "FFT",
     "Dim3",
+    "ComputeCapability",
+    "current_device_sm",
     "valid_sizes",
     "warm_cache",
     "FFTType",
@@ -19,4 +36,19 @@ __all__ = [
     "Execution",
     "ComplexLayout",
     "RealMode",
+    *_LAZY,
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

@@ -44,7 +44,7 @@ __all__ = [
 
 _log = get_logger("device.codegen")
 # Bump when the generated source changes meaning: it is part of every cache key.
-SOURCE_VERSION = 2
+SOURCE_VERSION = 3
 TRAIT_NAMES = (
     "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
     "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
@@ -133,7 +133,7 @@ def cuda_include() -> str:
 @functools.lru_cache(maxsize=4)
 def database_sizes(precision: str) -> tuple[int, ...]:
     """FFT sizes cuFFTDx implements directly (no Bluestein workspace) in ``precision``."""
-    tag = {"float32": "fp32", "float64": "fp64"}[precision]
+    tag = {"float16": "fp16", "float32": "fp32", "float64": "fp64"}[precision]
     folder = os.path.join(mathdx_include(), "cufftdx", "database")
     pattern = re.compile(rf"fft_(\d+)_{tag}_fwd\.hpp\.inc$")
     sizes = {int(m.group(1)) for m in map(pattern.match, os.listdir(folder)) if m}
@@ -217,15 +217,19 @@ def generate_source(spec: FFTSpec, symbol: str) -> str:
         final = "D"
     else:
         fpb_expr = f"{fpb}u" if isinstance(fpb, int) else (
-            "D::suggested_ffts_per_block" if fpb == "suggested" else "1u")
+            "D::suggested_ffts_per_block" if fpb == "suggested" else
+            # half precision batches two FFTs per value: at least (and by default) two
+            "2u" if spec.precision == "float16" else "1u")
         final = f"decltype(D() + FFTsPerBlock<{fpb_expr}>())"
+    # Block: ``sm`` null selects cuFFTDx's shared-memory API (the data lies in ``td``, shared).
     if block:
         epts = ", ".join(
             f"unsigned(is_supported_v<decltype(cw_d0() + ElementsPerThread<{e}u>()), {spec.sm}u>)"
             for e in spec.ept_candidates())
         run_args, run_call, c_params = "void* td, void* sm", "td, sm", "void* td, void* sm"
-        body = ("if constexpr (!F::requires_workspace) "
-                "F().execute(static_cast<V*>(td), static_cast<V*>(sm));")
+        body = ("if constexpr (!F::requires_workspace) { if (sm) "
+                "F().execute(static_cast<V*>(td), static_cast<V*>(sm)); "
+                "else F().execute(static_cast<V*>(td)); }")
     else:
         epts = "0u"
         run_args, run_call, c_params = "void* td", "td", "void* td"
@@ -296,6 +300,9 @@ def parse_report(log: str, spec: FFTSpec) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+_PRECISION_TAG = {"float16": "FP16", "float32": "FP32", "float64": "FP64"}
+
+
 def _options(spec: FFTSpec) -> list[bytes]:
     inc = mathdx_include()
     opts = [
@@ -303,7 +310,7 @@ def _options(spec: FFTSpec) -> list[bytes]:
         "-DCUFFTDX_DISABLE_CUTLASS_DEPENDENCY", "-DNDEBUG",
         # parse only this precision's part of the implementation database (~30% faster)
         "-DCUFFTDX_DETAIL_MANUAL_IMPL_FILTER",
-        f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{'FP32' if spec.precision == 'float32' else 'FP64'}",
+        f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{_PRECISION_TAG[spec.precision]}",
         f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}",
         f"-I{cuda_include()}",
     ]

@@ -33,14 +33,23 @@ def numba_modules():
 
 
 def value_type(precision: str):
-    """The numba complex type of a precision name."""
+    """numba type of cuFFTDx's ``value_type``: complex64/complex128, or ``float16x4`` (two
+    half-precision FFTs batched, ``(re0, re1, im0, im1)``)."""
     _, types, _, _ = numba_modules()
+    if precision == "float16":
+        from ._vector_types import float16x4_type
+
+        return float16x4_type
     return {"float32": types.complex64, "float64": types.complex128}[precision]
 
 
 def real_type(precision: str):
-    """The numba real type of a precision name."""
+    """numba type of the real side of a real FFT (``float16x2`` for two batched halves)."""
     _, types, _, _ = numba_modules()
+    if precision == "float16":
+        from ._vector_types import float16x2_type
+
+        return float16x2_type
     return {"float32": types.float32, "float64": types.float64}[precision]
 
 
@@ -65,10 +74,28 @@ def data_pointer():
     return _data_pointer
 
 
+@functools.lru_cache(maxsize=1)
+def null_pointer():
+    """An intrinsic ``null_pointer() -> void*``."""
+    _, types, intrinsic, _ = numba_modules()
+    from llvmlite import ir
+
+    @intrinsic
+    def _null_pointer(typingctx):
+        def codegen(context, builder, signature, args):
+            return ir.Constant(ir.IntType(8).as_pointer(), None)
+
+        return types.voidptr(), codegen
+
+    return _null_pointer
+
+
 def make_execute(symbol: str, ltoir: bytes, block: bool):
     """A ``cuda.jit(device=True)`` function calling the wrapper ``symbol`` linked from ``ltoir``.
 
-    Block execution takes ``(thread_data, shared_memory)``, Thread execution ``(thread_data)``.
+    Block execution takes ``(thread_data, shared_memory)`` (register API) or ``(shared_data)``
+    alone (cuFFTDx's shared-memory API: the FFT data lies in shared memory); Thread execution
+    takes ``(thread_data)``.
     """
     cuda, types, _, LTOIR = numba_modules()
     nargs = 2 if block else 1
@@ -76,11 +103,14 @@ def make_execute(symbol: str, ltoir: bytes, block: bool):
         symbol, types.int32(*([types.voidptr] * nargs)),
         link=[LTOIR(ltoir, name=f"{symbol}.ltoir")], abi="c",
     )
-    ptr = data_pointer()
+    ptr, null = data_pointer(), null_pointer()
     if block:
 
-        def execute(thread_data, shared_memory):
-            ext(ptr(thread_data), ptr(shared_memory))
+        def execute(thread_data, shared_memory=None):
+            if shared_memory is None:
+                ext(ptr(thread_data), null())
+            else:
+                ext(ptr(thread_data), ptr(shared_memory))
 
     else:
 

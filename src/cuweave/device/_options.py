@@ -77,11 +77,12 @@ _BLOCK_LIMITS = {
     1200: (24389, 12167), 1210: (24389, 12167),
 }
 SUPPORTED_SM = tuple(sorted(_BLOCK_LIMITS))
-MAX_BLOCK_SIZE = {sm: {"float32": a, "float64": b} for sm, (a, b) in _BLOCK_LIMITS.items()}
-MAX_THREAD_SIZE = {"float32": 64, "float64": 40}
+MAX_BLOCK_SIZE = {sm: {"float16": a, "float32": a, "float64": b}
+                  for sm, (a, b) in _BLOCK_LIMITS.items()}
+MAX_THREAD_SIZE = {"float16": 64, "float32": 64, "float64": 40}
 # Elements-per-thread values probed when the compiler is asked which ones are valid.
 EPT_CANDIDATES = tuple(range(1, 65))
-_PRECISIONS = {"float32": "float", "float64": "double"}
+_PRECISIONS = {"float16": "__half", "float32": "float", "float64": "double"}
 
 
 def _choice(value, enum_cls, name: str, accepted: str):
@@ -95,16 +96,15 @@ def _choice(value, enum_cls, name: str, accepted: str):
 
 
 def precision_name(precision) -> str:
-    """Canonical name ('float32' or 'float64') of a precision given as dtype, type or string."""
+    """Canonical name ('float16', 'float32' or 'float64') of a precision (dtype, type, str)."""
     try:
         name = np.dtype(precision).name
     except TypeError:
         name = None
     if name in _PRECISIONS:
         return name
-    extra = " (float16 is not supported yet)" if name == "float16" else ""
     raise InvalidOptionError(
-        f"precision must be one of numpy.float32, numpy.float64{extra}, got {precision!r}"
+        f"precision must be one of numpy.float16, numpy.float32, numpy.float64, got {precision!r}"
     )
 
 
@@ -221,6 +221,11 @@ class FFTSpec:
         fpb = self.ffts_per_block
         if isinstance(fpb, int) and fpb > 1024:
             raise InvalidOptionError(f"ffts_per_block must be at most 1024, got {fpb!r}")
+        if isinstance(fpb, int) and self.precision == "float16" and fpb % 2:
+            raise InvalidOptionError(
+                "ffts_per_block must be even in half precision (two FFTs are batched per "
+                f"value), got {fpb!r}"
+            )
 
     @classmethod
     def from_knobs(cls, fft_type="c2c", size=None, precision=np.float32, direction=None,

@@ -30,19 +30,19 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from collections import namedtuple
 
 import numpy as np
 
 from .._internal.errors import CudaUnavailableError, InvalidOptionError, LibraryNotFoundError
 from .._internal.logging import get_logger
 from . import _cache, _codegen
+from ._kernel_object import KernelObject, register_kernel_type
 from ._options import Execution, FFTSpec, FFTType, RealMode, max_size, normalize_sm
+from .common_cuda import Dim3
 
 __all__ = ["FFT", "Dim3", "valid_sizes", "warm_cache", "default_sm"]
 
 _log = get_logger("device.fft")
-Dim3 = namedtuple("Dim3", ["x", "y", "z"])
 _executes: dict[str, object] = {}
 _executes_lock = threading.Lock()
 # Approximate dynamic shared memory per block by architecture (bytes), for valid() bounds.
@@ -129,7 +129,16 @@ def _resolve(spec: FFTSpec) -> dict:
                              "supported by cuFFTDx")
 
 
-class FFT:
+# Attributes a kernel may read from an FFT object (compile-time constants) or call (execute).
+_KERNEL_ATTRIBUTES = frozenset({
+    "size", "precision", "ffts_per_block", "elements_per_thread", "storage_size",
+    "shared_memory_size", "stride", "input_ept", "output_ept", "input_length", "output_length",
+    "implicit_type_batching", "suggested_ffts_per_block", "requires_workspace",
+    "workspace_size", "value_type", "input_type", "output_type", "block_dim", "execute",
+})
+
+
+class FFT(KernelObject):
     """An FFT computed inside a numba CUDA kernel by a thread block or a single thread.
 
     Parameters
@@ -138,8 +147,9 @@ class FFT:
         Transform type.
     size : int
         Transform length; see :func:`valid_sizes`.
-    precision : numpy.float32 or numpy.float64
-        Real precision of the data.
+    precision : numpy.float16, numpy.float32 or numpy.float64
+        Real precision of the data. Half precision computes two FFTs at once per
+        ``value_type`` element (``implicit_type_batching == 2``).
     direction : {'forward', 'inverse'}, optional
         Defaults to 'forward' for c2c and r2c and 'inverse' for c2r.
     execution : {'Block', 'Thread'}
@@ -155,6 +165,10 @@ class FFT:
 
     Notes
     -----
+    A kernel may refer to the FFT object itself (as nvmath-python's device API does): its
+    traits are compile-time constants there and ``fft.execute(...)`` is a direct call of the
+    linked cuFFTDx code. Copying traits into locals first works too.
+
     Inside a kernel allocate ``cuda.local.array(fft.storage_size, fft.value_type)``; element
     ``i`` of the thread's share of FFT data sits at index ``threadIdx.x + i * fft.stride``
     (``i < fft.elements_per_thread``, or ``input_ept``/``output_ept`` for real FFTs, whose real
@@ -179,6 +193,16 @@ class FFT:
         self._symbol = entry["symbol"]
         self._ltoir = entry["ltoir"]
         self._traits = entry["traits"]
+        register_kernel_type(FFT)
+
+    # ----- inside kernels ---------------------------------------------------------------------
+    def _kernel_key(self) -> tuple:
+        return (self._symbol,)
+
+    def _kernel_attribute(self, name: str):
+        if name not in _KERNEL_ATTRIBUTES:
+            raise AttributeError(name)
+        return getattr(self, name)
 
     # ----- knobs ------------------------------------------------------------------------------
     @property
