@@ -11,6 +11,7 @@ Examples
 """
 
 from ..._internal.options import ExecutionCPU, ExecutionCUDA
+from . import helpers
 from ._algorithm import Algorithm
 from ._autotune_cache import enable_autotune_cache
 from ._epilogs import MatmulEpilog
