@@ -1,0 +1,27 @@
+"""``cuweave.torch``: fused Linear layers for PyTorch on cuBLASLt epilogs.
+
+:class:`FusedLinear`, :class:`FusedMLP` and their functional forms :func:`fused_linear`,
+:func:`fused_mlp` run the activation and the bias inside the matrix products, forward and
+backward (``*_AUX_BIAS`` forward, ``DRELU/DGELU_BGRAD`` and ``BGRADB`` backward). They are
+``torch.library`` custom operators (namespace ``cuweave``) with fake implementations, so
+``torch.compile(fullgraph=True)`` traces through them, and they queue no host
+synchronization, so they can be captured in ``torch.cuda.graph`` after one eager warm-up step.
+CPU tensors run on cuweave's CPU backend with the same results.
+
+Imported only when used: ``import cuweave`` does not import torch.
+
+Examples
+--------
+>>> import torch
+>>> from cuweave.torch import FusedMLP
+>>> block = FusedMLP(32, 128, activation="gelu", dtype=torch.float64)
+>>> x = torch.randn(4, 32, dtype=torch.float64)
+>>> tuple(block(x).shape)
+(4, 32)
+"""
+
+from ._engine import clear_plans, plan_count
+from ._layers import ACTIVATIONS, FusedLinear, FusedMLP, fused_linear, fused_mlp
+
+__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "ACTIVATIONS",
+           "clear_plans", "plan_count"]

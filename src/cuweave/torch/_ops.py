@@ -1,0 +1,202 @@
+"""The layers' operators, registered with ``torch.library`` (namespace ``cuweave``).
+
+``cuweave::linear`` / ``cuweave::mlp`` are the differentiable forward operators; their
+backward passes call ``cuweave::linear_wgrad`` (BGRADB: weight and bias gradients in one
+product) and ``cuweave::linear_dgrad_act`` (DRELU_BGRAD / DGELU_BGRAD: the activation's
+gradient and the bias gradient fused into the input-gradient product). Every operator has a
+fake (meta) implementation, so ``torch.compile(fullgraph=True)`` traces through them.
+
+Shapes: ``x`` is 2-D ``(tokens, in_features)``; ``weight`` is ``(out_features, in_features)``
+(torch ``Linear``). The auxiliary tensor of an activation is cuBLASLt's, in the "lt frame"
+(see ``docs/DESIGN.md``): for ReLU a ``uint8`` bitmask of shape ``(roundup(out, 128) // 8,
+tokens)``, for GELU the pre-activation of shape ``(roundup(out, 8), tokens)``, both with
+strides ``(1, rows)`` (the transpose of a row-major ``(tokens, rows)``).
+"""
+
+# no ``from __future__ import annotations``: torch.library reads the annotations as types
+
+
+import torch
+
+from . import _engine
+
+__all__ = ["linear", "mlp", "linear_wgrad", "linear_dgrad_act", "aux_layout"]
+
+_FORWARD = {(None, False): "default", (None, True): "bias",
+            ("relu", False): "relu_aux", ("relu", True): "relu_aux_bias",
+            ("gelu", False): "gelu_aux", ("gelu", True): "gelu_aux_bias"}
+_BACKWARD = {("relu", False): "drelu", ("relu", True): "drelu_bgrad",
+             ("gelu", False): "dgelu", ("gelu", True): "dgelu_bgrad"}
+_AUX = {"relu": "relu_aux", "gelu": "gelu_aux"}
+
+
+def _act(activation: str) -> str | None:
+    return None if activation == "none" else activation
+
+
+def aux_layout(activation: str, tokens: int, out_features: int, dtype):
+    """``(shape, strides, dtype)`` of the auxiliary tensor ``cuweave::linear`` returns."""
+    if activation == "relu":
+        rows = -(-out_features // 128) * 16
+        return (rows, tokens), (1, rows), torch.uint8
+    if activation == "gelu":
+        rows = -(-out_features // 8) * 8
+        return (rows, tokens), (1, rows), dtype
+    return (0,), (1,), dtype
+
+
+# ------------------------------------------------------------------ forward: one layer
+def _linear_impl(x, weight, bias, activation):
+    act = _act(activation)
+    epilog = _FORWARD[act, bias is not None]
+    if act is None:
+        out = _engine.run(x, weight.t(), epilog, None if bias is None else {"bias": bias})
+        return out, x.new_empty(0)
+    if bias is None:  # y.T = weight @ x.T: the aux frame of the bias case, a row-major y
+        yt, aux = _engine.run(weight, x.t(), epilog)
+        return yt.t(), aux[_AUX[act]]
+    y, aux = _engine.run(x, weight.t(), epilog, {"bias": bias})
+    return y, aux[_AUX[act]]
+
+
+@torch.library.custom_op("cuweave::linear", mutates_args=())
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+           activation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(activation(x @ weight.T + bias), aux)`` in one cuBLASLt product."""
+    return _linear_impl(x, weight, bias, activation)
+
+
+@linear.register_fake
+def _(x, weight, bias, activation):
+    shape, strides, dtype = aux_layout(activation, x.shape[0], weight.shape[0], x.dtype)
+    return (x.new_empty((x.shape[0], weight.shape[0])),
+            x.new_empty_strided(shape, strides, dtype=dtype))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, activation = inputs
+    y, aux = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(aux)
+    ctx.activation, ctx.has_bias = activation, bias is not None
+    ctx.save_for_backward(x, weight, y if activation == "relu" else None,
+                          aux if activation == "gelu" else None)
+
+
+def _act_grad(activation, dy, y, aux, out_features):
+    """The gradient of the pre-activation where no product is left to fuse it into."""
+    if activation == "relu":
+        return torch.ops.aten.threshold_backward(dy, y, 0)
+    if activation == "gelu":
+        z = aux[:out_features].t()
+        return torch.ops.aten.gelu_backward(dy, z, approximate="tanh")
+    return dy
+
+
+def _linear_backward(ctx, dy, _daux):
+    x, weight, y, aux = ctx.saved_tensors
+    if dy is None:
+        return None, None, None, None
+    dz = _act_grad(ctx.activation, dy.contiguous(), y, aux, weight.shape[0])
+    need_x, need_w, need_b = ctx.needs_input_grad[:3]
+    dx = dz @ weight if need_x else None
+    dw = db = None
+    if need_w or need_b:
+        dw, db = linear_wgrad(x, dz, ctx.has_bias and need_b)
+        if not (ctx.has_bias and need_b):
+            db = None
+    return dx, dw if need_w else None, db, None
+
+
+linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+# ------------------------------------------------------------------ backward operators
+@torch.library.custom_op("cuweave::linear_wgrad", mutates_args=())
+def linear_wgrad(x: torch.Tensor, dz: torch.Tensor,
+                 bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dz.T @ x, dz.sum(0))``: the weight gradient (contiguous, ``(out, in)``) and, with
+    ``bias``, the bias gradient from the same product (epilog BGRADB); else an empty tensor."""
+    if not bias:
+        return dz.t() @ x, dz.new_empty(0)
+    # (x.T @ dz) is (in, out) column-major: its transpose is the contiguous (out, in) dW
+    dwt, aux = _engine.run(x.t(), dz, "bgradb")
+    return dwt.t(), aux["bgradb"]
+
+
+@linear_wgrad.register_fake
+def _(x, dz, bias):
+    return (dz.new_empty((dz.shape[1], x.shape[1])),
+            dz.new_empty((dz.shape[1],) if bias else (0,)))
+
+
+@torch.library.custom_op("cuweave::linear_dgrad_act", mutates_args=())
+def linear_dgrad_act(dy: torch.Tensor, weight: torch.Tensor, aux: torch.Tensor,
+                     activation: str, bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``dz = (dy @ weight) * activation'(z)`` from the forward's ``aux`` and, with ``bias``,
+    ``dz.sum(0)`` in one product (DRELU_BGRAD / DGELU_BGRAD); else an empty tensor."""
+    out = _engine.run(dy, weight, _BACKWARD[activation, bias], {_AUX[activation]: aux})
+    dz, grads = out if isinstance(out, tuple) else (out, {})
+    db = grads.get(f"d{activation}_bgrad")
+    return dz, db.reshape(-1) if db is not None else dz.new_empty(0)
+
+
+@linear_dgrad_act.register_fake
+def _(dy, weight, aux, activation, bias):
+    return (dy.new_empty((dy.shape[0], weight.shape[1])),
+            dy.new_empty((weight.shape[1],) if bias else (0,)))
+
+
+# ------------------------------------------------------------------ forward: Linear-act-Linear
+@torch.library.custom_op("cuweave::mlp", mutates_args=())
+def mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor,
+        b2: torch.Tensor | None, activation: str
+        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(y, h, aux)`` with ``h = activation(x @ w1.T + b1)`` and ``y = h @ w2.T + b2``."""
+    h, aux = _linear_impl(x, w1, b1, activation)
+    y, _ = _linear_impl(h, w2, b2, "none")
+    return y, h, aux
+
+
+@mlp.register_fake
+def _(x, w1, b1, w2, b2, activation):
+    tokens, hidden = x.shape[0], w1.shape[0]
+    shape, strides, dtype = aux_layout(activation, tokens, hidden, x.dtype)
+    return (x.new_empty((tokens, w2.shape[0])), x.new_empty((tokens, hidden)),
+            x.new_empty_strided(shape, strides, dtype=dtype))
+
+
+def _mlp_setup(ctx, inputs, output):
+    x, w1, b1, w2, b2, activation = inputs
+    _, h, aux = output
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(h, aux)
+    ctx.activation, ctx.has_b1, ctx.has_b2 = activation, b1 is not None, b2 is not None
+    ctx.save_for_backward(x, w1, w2, h, aux)
+
+
+def _mlp_backward(ctx, dy, _dh, _daux):
+    x, w1, w2, h, aux = ctx.saved_tensors
+    if dy is None:
+        return (None,) * 6
+    dy = dy.contiguous()
+    need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
+    dw2 = db2 = dw1 = db1 = dx = None
+    if need_w2 or need_b2:
+        dw2, db2 = linear_wgrad(h, dy, ctx.has_b2 and need_b2)
+    if need_x or need_w1 or need_b1:
+        if ctx.activation == "none":
+            dz, db1 = dy @ w2, None
+            if ctx.has_b1 and need_b1:
+                db1 = dz.sum(0)
+        else:
+            dz, db1 = linear_dgrad_act(dy, w2, aux, ctx.activation, ctx.has_b1 and need_b1)
+        if need_w1:
+            dw1 = dz.t() @ x
+        if need_x:
+            dx = dz @ w1
+    return (dx, dw1 if need_w1 else None, db1 if ctx.has_b1 and need_b1 else None,
+            dw2 if need_w2 else None, db2 if ctx.has_b2 and need_b2 else None, None)
+
+
+mlp.register_autograd(_mlp_backward, setup_context=_mlp_setup)
