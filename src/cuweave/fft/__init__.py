@@ -7,7 +7,10 @@ Python are compiled to LTO-IR with :func:`compile_prolog` / :func:`compile_epilo
 
 from __future__ import annotations
 
+from . import _numpy_api as numpy  # noqa: F401  (the NumPy-style namespace cuweave.fft.numpy)
+from . import scipy_backend  # for scipy.fft.set_backend
 from ._callbacks import compile_epilog, compile_prolog
+from ._numpy_api import fft2, fftn, hfft, ifft2, ifftn, ihfft, irfft2, irfftn, rfft2, rfftn
 from ._options import DeviceCallable, ExecutionCPU, ExecutionCUDA, FFTDirection, FFTOptions
 from .fft import FFT, fft, ifft, irfft, plan_cache, rfft
 
@@ -25,4 +28,15 @@ __all__ = [
     "compile_prolog",
     "compile_epilog",
     "plan_cache",
+    "fft2",
+    "ifft2",
+    "fftn",
+    "ifftn",
+    "rfft2",
+    "irfft2",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "scipy_backend",
 ]

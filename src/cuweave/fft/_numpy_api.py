@@ -1,0 +1,676 @@
+"""NumPy-style FFT functions on cuweave's cached plans: ``cuweave.fft.numpy``.
+
+The functions of :mod:`numpy.fft` (and SciPy's ``hfft2``/``hfftn``/``ihfft2``/``ihfftn``) with
+NumPy's ``n``/``s`` padding and cropping, ``axis``/``axes`` and ``norm`` (``None`` is
+``"backward"``), on NumPy and CuPy arrays and torch tensors. Every transform runs through the
+function forms :func:`cuweave.fft.fft`, :func:`~cuweave.fft.ifft`, :func:`~cuweave.fft.rfft`
+and :func:`~cuweave.fft.irfft`, so plans are cached and ``norm`` is fused into the transform.
+
+Why a namespace of its own: the nvmath-python forms ``cuweave.fft.fft(x)`` take a real ``x`` as
+an R2C transform (half the spectrum) and never scale by default, while ``numpy.fft.fft(x)``
+returns the full spectrum and scales the inverse. One name cannot carry both meanings, so the
+NumPy set lives here (``from cuweave.fft import numpy as cfft``; ``cfft.fft(x, n=..)`` is
+NumPy's) and its names that do not clash (``fftn``, ``rfft2``, ``hfft``, …) are also in
+:mod:`cuweave.fft` itself.
+
+Dtypes follow NumPy 2 and SciPy: float32/complex64 stay single precision, float16 is computed
+in float32, integers and booleans in float64; long double is refused (cuFFT has no such type).
+Results live where the input lives (``execution=`` may send a host array to the GPU).
+Differences from NumPy: a repeated axis is an error (as in SciPy); ``out=`` is filled by a copy.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+
+from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from ._options import FFTOptions
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
+           "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn",
+           "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
+
+_NORMS = (None, "backward", "ortho", "forward")
+_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+_MAX_GROUP = 3  # cuFFT transforms at most 3 axes in one plan
+
+
+class OperandTypeError(InvalidOperandError, TypeError):
+    """An operand of the wrong kind (e.g. complex data for a real-input transform)."""
+
+
+class OptionTypeError(InvalidOptionError, TypeError):
+    """An argument of the wrong type (e.g. a float ``n``)."""
+
+
+class AxisError(InvalidOptionError, IndexError):
+    """An axis out of range (also an ``IndexError``, like NumPy's ``AxisError``)."""
+
+
+# ---- array packages -----------------------------------------------------------------------------
+class _ArrayOps:
+    """The few array operations the NumPy layer needs, for NumPy and CuPy (same API)."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def kind_size(self, x):
+        return x.dtype.kind, x.dtype.itemsize
+
+    def dtype_name(self, x):
+        return x.dtype.name
+
+    def astype(self, x, name):
+        return x.astype(name)
+
+    def zeros(self, shape, name, like):
+        return self.xp.zeros(shape, dtype=name)
+
+    def empty(self, shape, name, like):
+        return self.xp.empty(shape, dtype=name)
+
+    def conj(self, x):
+        return self.xp.conj(x)
+
+    def conj_(self, x):
+        return self.xp.conj(x, out=x)
+
+    def to_back(self, x, axes):
+        """A dense copy of ``x`` with ``axes`` moved last, in order."""
+        last = list(range(x.ndim - len(axes), x.ndim))
+        return self.xp.ascontiguousarray(self.xp.moveaxis(x, axes, last))
+
+    def from_back(self, y, axes):
+        last = list(range(y.ndim - len(axes), y.ndim))
+        return self.xp.moveaxis(y, last, axes)
+
+    def copy_into(self, out, y):
+        out[...] = y
+        return out
+
+    def module(self):
+        return self.xp
+
+
+class _TorchOps:
+    """The same operations for torch tensors."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def kind_size(self, x):
+        dt = x.dtype
+        kind = "c" if dt.is_complex else "f" if dt.is_floating_point else \
+            "b" if dt == self.torch.bool else "i"
+        return kind, dt.itemsize
+
+    def dtype_name(self, x):
+        return str(x.dtype).rpartition(".")[2]
+
+    def astype(self, x, name):
+        return x.to(getattr(self.torch, name))
+
+    def zeros(self, shape, name, like):
+        return self.torch.zeros(shape, dtype=getattr(self.torch, name), device=like.device)
+
+    def empty(self, shape, name, like):
+        return self.torch.empty(shape, dtype=getattr(self.torch, name), device=like.device)
+
+    def conj(self, x):
+        return self.torch.conj_physical(x)
+
+    def conj_(self, x):
+        return x.conj_physical_()
+
+    def to_back(self, x, axes):
+        last = list(range(x.ndim - len(axes), x.ndim))
+        return self.torch.movedim(x, axes, last).contiguous()
+
+    def from_back(self, y, axes):
+        last = list(range(y.ndim - len(axes), y.ndim))
+        return self.torch.movedim(y, last, axes)
+
+    def copy_into(self, out, y):
+        out.copy_(y)
+        return out
+
+    def module(self):
+        return self.torch
+
+
+_OPS: dict = {}
+
+
+def array_ops(x, name: str = "x"):
+    """The operations for ``x``'s package (NumPy, CuPy or torch), else a typed error."""
+    mod = type(x).__module__.partition(".")[0]
+    ops = _OPS.get(mod)
+    if ops is None:
+        pkg = sys.modules.get(mod)
+        if mod in ("numpy", "cupy") and isinstance(x, pkg.ndarray):
+            ops = _OPS[mod] = _ArrayOps(pkg)
+        elif mod == "torch" and isinstance(x, pkg.Tensor):
+            ops = _OPS[mod] = _TorchOps(pkg)
+        else:
+            raise OperandTypeError(
+                f"{name} must be a NumPy or CuPy array or a torch tensor, got "
+                f"{type(x).__name__}")
+    return ops
+
+
+# ---- dtypes -------------------------------------------------------------------------------------
+_REAL_OF = {("c", 4): "float32", ("c", 8): "float32", ("c", 16): "float64",
+            ("f", 2): "float32", ("f", 4): "float32", ("f", 8): "float64"}
+_COMPLEX = {"float32": "complex64", "float64": "complex128"}
+
+
+def working_precision(ops, x, name: str = "x") -> str:
+    """The real dtype a transform of ``x`` computes in (NumPy 2/SciPy promotion), or an error."""
+    kind, size = ops.kind_size(x)
+    if kind in "biu":
+        return "float64"
+    real = _REAL_OF.get((kind, size))
+    if real is None:
+        raise OperandTypeError(
+            f"{name} dtype must be boolean, integer, float16/32/64 or complex64/128, got "
+            f"{ops.dtype_name(x)!r}")
+    return real
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+def check_norm(norm) -> str:
+    """NumPy's ``norm`` (``None`` is ``'backward'``), validated."""
+    if norm not in _NORMS:
+        raise InvalidOptionError(
+            f"norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}")
+    return norm or "backward"
+
+
+def _index(value, name):
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"{name} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise OptionTypeError(f"{name} must be an int, got {value!r}") from None
+
+
+def _int_seq(value, name):
+    if isinstance(value, (str, bytes)):
+        raise InvalidOptionError(f"{name} must be a sequence of ints, got {value!r}")
+    try:
+        items = list(value)
+    except TypeError:
+        return [_index(value, name)]  # SciPy accepts a scalar for a sequence
+    return [_index(v, name) for v in items]
+
+
+def shape_and_axes(shape, s, axes, *, one_d=False):
+    """SciPy's rules for ``s``/``axes``: lists of (target lengths, non-negative axes).
+
+    ``s=None``: the input lengths; ``axes=None``: the last ``len(s)`` axes (all without
+    ``s``); an entry ``-1`` of ``s`` keeps the input length. Axes are unique and in range.
+    """
+    ndim = len(shape)
+    if ndim == 0:
+        raise InvalidOperandError("x must have at least one dimension, got a 0-d array")
+    if s is not None:
+        s = _int_seq(s, "n" if one_d else "s")
+    if axes is None:
+        axes = list(range(ndim - len(s), ndim)) if s is not None else list(range(ndim))
+        if s is not None and len(s) > ndim:
+            raise InvalidOptionError(
+                f"s must have at most x.ndim = {ndim} entries when axes is None, got {s!r}")
+    else:
+        axes = _int_seq(axes, "axis" if one_d else "axes")
+        for a in axes:
+            if not -ndim <= a < ndim:
+                raise AxisError(
+                    f"{'axis' if one_d else 'axes'} must be in [-{ndim}, {ndim}) for a "
+                    f"{ndim}-d x, got {a}")
+        axes = [a % ndim for a in axes]
+        if len(set(axes)) != len(axes):
+            raise InvalidOptionError(f"axes must be unique, got {axes!r}")
+    if s is None:
+        return [shape[a] for a in axes], axes
+    if len(s) != len(axes):
+        raise InvalidOptionError(
+            f"s and axes must have the same length when both are given, got s={s!r} and "
+            f"axes={axes!r}")
+    s = [shape[a] if n == -1 and not one_d else n for n, a in zip(s, axes)]
+    bad = [n for n in s if n < 1]
+    if bad:
+        raise InvalidOptionError(
+            f"{'n' if one_d else 's'} must be >= 1 (invalid number of data points), got "
+            f"{bad[0]}")
+    return s, axes
+
+
+# ---- the transform ------------------------------------------------------------------------------
+#: kind -> (engine step, input must be, swap norm + conjugate (Hermitian forms))
+_KINDS = {"fft": ("C2C", "complex", False), "ifft": ("C2C-inv", "complex", False),
+          "rfft": ("R2C", "real", False), "irfft": ("C2R", "complex", False),
+          "hfft": ("C2R", "complex", True), "ihfft": ("R2C", "real", True)}
+
+
+class Problem:
+    """One NumPy-style transform, validated: what to fit, compute and return (no work done)."""
+
+    __slots__ = ("kind", "ops", "x", "axes", "s", "norm", "real", "in_targets", "out_shape",
+                 "out_dtype")
+
+    def __init__(self, kind, x, s, axes, norm, *, one_d=False):
+        self.kind = kind
+        self.ops = ops = array_ops(x)
+        step, want, _ = _KINDS[kind]
+        self.norm = check_norm(norm)
+        shape = tuple(x.shape)
+        if step == "C2R" and s is None:
+            s, axes = shape_and_axes(shape, None, axes, one_d=one_d)
+            s[-1] = 2 * (shape[axes[-1]] - 1)
+            if s[-1] < 1:
+                raise InvalidOptionError(
+                    f"x must have >= 2 points along axis {axes[-1]} for a default output "
+                    f"length 2*(m-1) >= 1 (invalid number of data points), got m = "
+                    f"{shape[axes[-1]]}")
+        else:
+            s, axes = shape_and_axes(shape, s, axes, one_d=one_d)
+        self.real = working_precision(ops, x)
+        if want == "real" and ops.kind_size(x)[0] == "c":
+            raise OperandTypeError(f"x must be a real sequence for {kind}, got "
+                                   f"{ops.dtype_name(x)!r} data")
+        self.x, self.s, self.axes = x, s, axes
+        targets = list(s)
+        out = list(shape)
+        for a, n in zip(axes, s):
+            out[a] = n
+        if step == "C2R":
+            targets[-1] = s[-1] // 2 + 1
+        elif step == "R2C":
+            out[axes[-1]] = s[-1] // 2 + 1
+        self.in_targets = targets
+        self.out_shape = tuple(out)
+        self.out_dtype = self.real if step == "C2R" else _COMPLEX[self.real]
+
+    @property
+    def elements(self) -> int:
+        """Number of elements of the larger of the fitted input and the result."""
+        n_in = n_out = 1
+        fitted = list(self.x.shape)
+        for a, t in zip(self.axes, self.in_targets):
+            fitted[a] = t
+        for a, b in zip(fitted, self.out_shape):
+            n_in, n_out = n_in * a, n_out * b
+        return max(n_in, n_out)
+
+    def run(self, *, execution=None):
+        """Fit the input (dtype, ``s``), transform, return the result where ``x`` lives."""
+        ops, kind = self.ops, self.kind
+        step, want, hermitian = _KINDS[kind]
+        x = self._fitted(want)
+        if 0 in tuple(x.shape) or 0 in self.out_shape:
+            return ops.zeros(self.out_shape, self.out_dtype, x)
+        norm = _SWAP[self.norm] if hermitian else self.norm
+        if kind == "hfft":
+            x = ops.conj(x)
+        y = _transform(step, x, self.axes, self.s[-1], norm, execution)
+        if kind == "ihfft":
+            y = ops.conj_(y)
+        return y
+
+    def _fitted(self, want):
+        """``x`` in the working dtype, cropped (a view) and zero-padded to ``in_targets``."""
+        ops, x = self.ops, self.x
+        name = self.real if want == "real" else _COMPLEX[self.real]
+        if ops.dtype_name(x) != name:
+            x = ops.astype(x, name)
+        shape = tuple(x.shape)
+        if all(shape[a] == t for a, t in zip(self.axes, self.in_targets)):
+            return x
+        crop = [slice(None)] * len(shape)
+        padded = list(shape)
+        for a, t in zip(self.axes, self.in_targets):
+            crop[a] = slice(0, min(t, shape[a]))
+            padded[a] = t
+        x = x[tuple(crop)]
+        if tuple(padded) == tuple(x.shape):
+            return x
+        z = ops.zeros(tuple(padded), name, x)
+        z[tuple(slice(0, n) for n in x.shape)] = x
+        return z
+
+
+_C2R_ODD = FFTOptions(fft_type="C2R", last_axis_parity="odd")
+
+
+def _transform(step, x, axes, last_n, norm, execution):
+    """Run ``step`` over ``axes`` in groups of at most three (the halved axis in the first
+    group of a forward real transform, the last group of an inverse one)."""
+    if len(axes) <= _MAX_GROUP:
+        return _engine(step, x, axes, last_n, norm, execution)
+    tail, head = axes[-_MAX_GROUP:], axes[:-_MAX_GROUP]
+    groups = [head[max(0, i - _MAX_GROUP):i] for i in range(len(head), 0, -_MAX_GROUP)]
+    if step in ("C2C", "R2C"):
+        y = _engine(step, x, tail, last_n, norm, execution)
+        for g in groups:
+            y = _engine("C2C", y, g, None, norm, execution)
+        return y
+    inv = "C2C-inv"
+    for g in groups:
+        x = _engine(inv, x, g, None, norm, execution)
+    return _engine(step, x, tail, last_n, norm, execution)
+
+
+#: (package, shape, strides, axes) whose layout cuFFT cannot express: transformed as a copy
+_MOVED: dict = {}
+
+
+def _engine(step, x, axes, last_n, norm, execution):
+    """One cuweave function-form call over at most three axes; a layout cuFFT cannot express
+    is transformed as a dense copy with ``axes`` moved last (as CuPy does)."""
+    axes = tuple(axes)
+    key = (type(x).__module__, tuple(x.shape), _strides(x), axes)
+    if key not in _MOVED:
+        try:
+            return _call(step, x, axes, last_n, norm, execution)
+        except UnsupportedLayoutError:
+            if len(_MOVED) > 1024:
+                _MOVED.clear()
+            _MOVED[key] = True
+    ops = array_ops(x)
+    k = len(axes)
+    back = tuple(range(x.ndim - k, x.ndim))
+    y = _call(step, ops.to_back(x, list(axes)), back, last_n, norm, execution)
+    return ops.from_back(y, list(axes))
+
+
+def _strides(x):
+    st = getattr(x, "strides", None)
+    return tuple(x.stride() if st is None else st)
+
+
+def _call(step, x, axes, last_n, norm, execution):
+    engine = sys.modules[__package__]  # cuweave.fft's public function forms
+    if step == "C2C":
+        return engine.fft(x, axes=axes, norm=norm, execution=execution)
+    if step == "C2C-inv":
+        return engine.ifft(x, axes=axes, norm=norm, execution=execution)
+    if step == "R2C":
+        return engine.rfft(x, axes=axes, norm=norm, execution=execution)
+    options = _C2R_ODD if last_n % 2 else None
+    return engine.irfft(x, axes=axes, norm=norm, execution=execution, options=options)
+
+
+def _finish(y, out):
+    if out is None:
+        return y
+    ops = array_ops(out, "out")
+    if tuple(out.shape) != tuple(y.shape):
+        raise InvalidOperandError(
+            f"out must have the result's shape {tuple(y.shape)}, got {tuple(out.shape)}")
+    return ops.copy_into(out, y)
+
+
+def transform(kind, x, s, axes, norm, *, one_d=False, execution=None, out=None):
+    """Validate and run one NumPy-style transform (the body of every public function)."""
+    return _finish(Problem(kind, x, s, axes, norm, one_d=one_d).run(execution=execution), out)
+
+
+def _one_d_args(n, axis):
+    return (None if n is None else [n]), [axis]
+
+
+# ---- public functions ---------------------------------------------------------------------------
+def fft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """1-D discrete Fourier transform, as :func:`numpy.fft.fft`.
+
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+    n : int, optional
+        Length of the transformed axis: the input is cropped or zero-padded to it.
+    axis : int
+        Axis to transform (default: the last one).
+    norm : {None, 'backward', 'ortho', 'forward'}
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned.
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space (complex64 for single precision).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> x = np.arange(6, dtype=np.float32)
+    >>> y = cfft.fft(x, n=8)                       # zero-padded to 8 points
+    >>> y.dtype, bool(np.allclose(y, np.fft.fft(x, n=8)))
+    (dtype('complex64'), True)
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("fft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def ifft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """1-D inverse DFT, as :func:`numpy.fft.ifft` (scaled by ``1/n`` by default); see :func:`fft`.
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> x = np.array([1.0, 2.0, 3.0])
+    >>> bool(np.allclose(cfft.ifft(cfft.fft(x)), x))
+    True
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("ifft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def rfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """1-D DFT of real input, as :func:`numpy.fft.rfft` (``n//2 + 1`` outputs); see :func:`fft`.
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> cfft.rfft(np.ones(5), n=4).round(6).tolist()
+    [(4+0j), 0j, 0j]
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("rfft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def irfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """Inverse of :func:`rfft`, as :func:`numpy.fft.irfft`: ``n`` real outputs (default
+    ``2*(m-1)``), the input cropped or zero-padded to ``n//2 + 1`` points; see :func:`fft`.
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> x = np.random.default_rng(0).standard_normal(7)
+    >>> bool(np.allclose(cfft.irfft(cfft.rfft(x), n=7), x))
+    True
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("irfft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def hfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """DFT of a Hermitian-symmetric signal given by its first half, as :func:`numpy.fft.hfft`
+    (``n`` real outputs, default ``2*(m-1)``); see :func:`fft`.
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> x = np.array([1, 2j, 3])
+    >>> bool(np.allclose(cfft.hfft(x, n=5), np.fft.hfft(x, n=5)))
+    True
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("hfft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def ihfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
+    """Inverse of :func:`hfft` for real input, as :func:`numpy.fft.ihfft`; see :func:`fft`.
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> x = np.array([1.0, 2.0, 0.5, 4.0])
+    >>> bool(np.allclose(cfft.ihfft(x), np.fft.ihfft(x)))
+    True
+    """
+    s, axes = _one_d_args(n, axis)
+    return transform("ihfft", a, s, axes, norm, one_d=True, execution=execution, out=out)
+
+
+def fftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """N-D DFT, as :func:`numpy.fft.fftn`: any number of axes (cuFFT runs them three at a time).
+
+    Parameters
+    ----------
+    a : array
+    s : sequence of int, optional
+        Lengths along ``axes`` (cropping or zero-padding; ``-1`` keeps the input length).
+        Without ``axes``, the last ``len(s)`` axes.
+    axes : sequence of int, optional
+        Axes to transform (default: all); repeated axes are an error.
+    norm, out, execution
+        See :func:`fft`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((4, 6, 5))
+    >>> y = F.fftn(x, s=(8, 3), axes=(0, -1))
+    >>> y.shape, bool(np.allclose(y, np.fft.fftn(x, s=(8, 3), axes=(0, -1))))
+    ((8, 6, 3), True)
+    """
+    return transform("fft", a, s, axes, norm, execution=execution, out=out)
+
+
+def ifftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """N-D inverse DFT, as :func:`numpy.fft.ifftn`; see :func:`fftn`.
+
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((3, 4, 5))
+    >>> bool(np.allclose(F.ifftn(F.fftn(x)), x))
+    True
+    """
+    return transform("ifft", a, s, axes, norm, execution=execution, out=out)
+
+
+def rfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """N-D DFT of real input, as :func:`numpy.fft.rfftn` (``axes[-1]`` halved); see :func:`fftn`.
+
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> F.rfftn(np.ones((4, 6), np.float32)).shape
+    (4, 4)
+    """
+    return transform("rfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def irfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """Inverse of :func:`rfftn`, as :func:`numpy.fft.irfftn` (default ``s[-1] = 2*(m-1)``);
+    see :func:`fftn`.
+
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((4, 7))
+    >>> bool(np.allclose(F.irfftn(F.rfftn(x), s=x.shape), x))
+    True
+    """
+    return transform("irfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def hfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """N-D DFT of a Hermitian-symmetric signal, as :func:`scipy.fft.hfftn`; see :func:`fftn`."""
+    return transform("hfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def ihfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
+    """N-D inverse of :func:`hfftn` for real input, as :func:`scipy.fft.ihfftn`."""
+    return transform("ihfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """2-D DFT, as :func:`numpy.fft.fft2` (:func:`fftn` over the last two axes).
+
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((2, 4, 5))
+    >>> bool(np.allclose(F.fft2(x), np.fft.fft2(x)))
+    True
+    """
+    return transform("fft", a, s, axes, norm, execution=execution, out=out)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """2-D inverse DFT, as :func:`numpy.fft.ifft2`; see :func:`fftn`."""
+    return transform("ifft", a, s, axes, norm, execution=execution, out=out)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """2-D DFT of real input, as :func:`numpy.fft.rfft2`; see :func:`rfftn`."""
+    return transform("rfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """Inverse of :func:`rfft2`, as :func:`numpy.fft.irfft2`; see :func:`irfftn`."""
+    return transform("irfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def hfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """2-D :func:`hfftn`, as :func:`scipy.fft.hfft2`."""
+    return transform("hfft", a, s, axes, norm, execution=execution, out=out)
+
+
+def ihfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
+    """2-D :func:`ihfftn`, as :func:`scipy.fft.ihfft2`."""
+    return transform("ihfft", a, s, axes, norm, execution=execution, out=out)
+
+
+# ---- helpers of numpy.fft -----------------------------------------------------------------------
+def fftshift(x, axes=None):
+    """Move the zero frequency to the centre, with ``x``'s own package (as numpy.fft.fftshift).
+
+    >>> import numpy as np
+    >>> from cuweave.fft import numpy as cfft
+    >>> cfft.fftshift(np.arange(5)).tolist()
+    [3, 4, 0, 1, 2]
+    """
+    return _shift(x, axes, "fftshift")
+
+
+def ifftshift(x, axes=None):
+    """Inverse of :func:`fftshift` (as numpy.fft.ifftshift)."""
+    return _shift(x, axes, "ifftshift")
+
+
+def _shift(x, axes, name):
+    ops = array_ops(x)
+    if isinstance(ops, _TorchOps):
+        return getattr(ops.torch.fft, name)(x, dim=axes)
+    return getattr(ops.xp.fft, name)(x, axes=axes)
+
+
+def fftfreq(n, d=1.0):
+    """Sample frequencies of :func:`fft` (a NumPy array; as numpy.fft.fftfreq)."""
+    import numpy as np
+
+    return np.fft.fftfreq(n, d)
+
+
+def rfftfreq(n, d=1.0):
+    """Sample frequencies of :func:`rfft` (a NumPy array; as numpy.fft.rfftfreq)."""
+    import numpy as np
+
+    return np.fft.rfftfreq(n, d)
+
+
+# ``import cuweave.fft.numpy`` works as well as ``from cuweave.fft import numpy``
+sys.modules.setdefault(__name__.rpartition(".")[0] + ".numpy", sys.modules[__name__])

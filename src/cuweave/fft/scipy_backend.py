@@ -1,0 +1,145 @@
+"""cuweave as a :mod:`scipy.fft` backend (the uarray protocol).
+
+>>> import numpy as np, scipy.fft
+>>> import cuweave.fft
+>>> x = np.random.default_rng(0).standard_normal((16, 30))
+>>> with scipy.fft.set_backend(cuweave.fft.scipy_backend):
+...     y = scipy.fft.rfftn(x, s=(16, 32))
+>>> bool(np.allclose(y, np.fft.rfftn(x, s=(16, 32))))
+True
+
+Served: ``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft`` and their ``2``/``n``
+forms, with SciPy's ``n``/``s`` (cropping, zero-padding, ``-1``), ``axis``/``axes`` (negative;
+repeated ones are an error), ``norm``, ``overwrite_x`` (allowed, never needed: the input is
+never overwritten) and ``workers`` (validated as SciPy does; it sets threads of SciPy's own
+CPU transforms).
+
+- **CuPy arrays** run on cuFFT through cuweave's cached plans (``norm`` fused into the
+  transform); the result is a CuPy array of SciPy's dtype (float32/complex64 stay single
+  precision).
+- **NumPy arrays** run on the GPU when one is usable and the transform holds at least
+  :data:`numpy_gpu_min_elements` elements (the larger of the fitted input and the result:
+  below that, copying to the device and back costs more than SciPy's CPU transform); the
+  result is a NumPy array. Otherwise ``NotImplemented`` lets SciPy's own implementation
+  (pocketfft, with ``workers``) run.
+- ``NotImplemented`` also for every other function (``dct``, …), input type (lists, torch
+  tensors, NumPy subclasses), long double, ``plan=`` given, and, for NumPy arrays, arguments
+  SciPy rejects (so SciPy raises its own error). Invalid arguments with a CuPy array raise
+  cuweave's typed errors (``ValueError``/``TypeError``/``IndexError`` as SciPy's).
+
+With ``scipy.fft.set_global_backend(cuweave.fft.scipy_backend)``, SciPy's own backend is no
+longer tried after cuweave's ``NotImplemented``; call ``scipy.fft.register_backend("scipy")``
+as well (as with CuPy's backend) so that SciPy still serves what cuweave does not.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+
+from .._internal.errors import InvalidOptionError
+from ._numpy_api import Problem
+
+__all__ = ["__ua_domain__", "__ua_function__", "numpy_gpu_min_elements"]
+
+__ua_domain__ = "numpy.scipy.fft"
+
+#: NumPy arrays run on the GPU when their transform holds at least this many elements (and a
+#: GPU is usable); ``None`` keeps them on SciPy's CPU path. 2**16 complex elements take about
+#: 50 µs each way over PCIe, about what SciPy's single-threaded pocketfft needs for them.
+numpy_gpu_min_elements: int | None = 1 << 16
+
+_GPU: list = []  # [bool] once known
+
+
+def __ua_function__(method, args, kwargs):
+    """uarray entry point: run ``method`` (a scipy.fft multimethod) or return NotImplemented."""
+    fn = _SERVED.get(getattr(method, "__name__", None))
+    if fn is None:
+        return NotImplemented
+    return fn(*args, **kwargs)
+
+
+def _gpu_usable() -> bool:
+    if not _GPU:
+        import cuweave
+
+        _GPU.append(bool(cuweave.is_available()))
+    return _GPU[0]
+
+
+def _where(x):
+    """'numpy' or 'cupy' for the arrays this backend serves, else None."""
+    mod = type(x).__module__
+    if mod == "numpy":
+        np = sys.modules["numpy"]
+        return "numpy" if type(x) is np.ndarray else None
+    if mod.startswith("cupy"):
+        cupy = sys.modules.get("cupy")
+        return "cupy" if cupy is not None and isinstance(x, cupy.ndarray) else None
+    return None
+
+
+def check_workers(workers) -> None:
+    """SciPy's checks of ``workers`` (the GPU does not use it)."""
+    if workers is None:
+        return
+    if isinstance(workers, bool):
+        raise InvalidOptionError(f"workers must be an int or None, got {workers!r}")
+    try:
+        w = operator.index(workers)
+    except TypeError:
+        raise InvalidOptionError(f"workers must be an int or None, got {workers!r}") from None
+    if w == 0:
+        raise InvalidOptionError("workers must not be zero, got 0")
+    cpus = os.cpu_count() or 1
+    if w < -cpus:
+        raise InvalidOptionError(
+            f"workers must not be less than -os.cpu_count() = {-cpus}, got {w}")
+
+
+def _serve(kind, x, s, axes, norm, workers, plan, one_d):
+    if plan is not None:
+        return NotImplemented
+    where = _where(x)
+    if where is None:
+        return NotImplemented
+    if where == "cupy":
+        check_workers(workers)
+        return Problem(kind, x, s, axes, norm, one_d=one_d).run()
+    threshold = numpy_gpu_min_elements
+    if threshold is None or not _gpu_usable():
+        return NotImplemented
+    try:
+        check_workers(workers)
+        prob = Problem(kind, x, s, axes, norm, one_d=one_d)
+    except (ValueError, TypeError, IndexError):
+        return NotImplemented  # SciPy reports its own error (or computes what we cannot)
+    if prob.elements < threshold:
+        return NotImplemented
+    return prob.run(execution="cuda")
+
+
+def _one_d(kind):
+    def fn(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
+        return _serve(kind, x, None if n is None else [n], [axis], norm, workers, plan, True)
+
+    fn.__name__ = kind
+    return fn
+
+
+def _n_d(kind, default_axes):
+    def fn(x, s=None, axes=default_axes, norm=None, overwrite_x=False, workers=None, *,
+           plan=None):
+        return _serve(kind, x, s, axes, norm, workers, plan, False)
+
+    return fn
+
+
+_SERVED = {}
+for _k in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+    _SERVED[_k] = _one_d(_k)
+    _SERVED[_k + "2"] = _n_d(_k, (-2, -1))
+    _SERVED[_k + "n"] = _n_d(_k, None)
+del _k
