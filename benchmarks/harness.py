@@ -50,7 +50,7 @@ def device_sync() -> None:
 def _stream_ptr(stream) -> int:
     if stream is None:
         return 0
-    from cuweave._internal.streams import resolve_stream
+    from cuweave._internal.packages import resolve_stream
 
     return resolve_stream(stream).ptr
 

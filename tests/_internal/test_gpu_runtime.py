@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuweave._internal import cuda, memory
+from cuweave._internal import cuda
+from cuweave._internal.packages import allocate, resolve_stream
 from cuweave._internal.staging import Stager
-from cuweave._internal.streams import resolve_stream
 
 pytestmark = pytest.mark.gpu
 
@@ -58,7 +58,7 @@ def test_torch_and_cupy_streams_and_pools():
     with torch.cuda.stream(s):
         assert resolve_stream(None, package="torch").ptr == s.cuda_stream
     before = torch.cuda.memory_allocated()
-    p = memory.allocate(1 << 20, package="torch", device_id=0, stream=s.cuda_stream)
+    p = allocate(1 << 20, package="torch", device_id=0, stream=s.cuda_stream)
     assert torch.cuda.memory_allocated() >= before + (1 << 20)  # from torch's pool
     p.free()
     del p
@@ -68,7 +68,7 @@ def test_torch_and_cupy_streams_and_pools():
     with cs:
         assert resolve_stream(None, package="cupy").ptr == cs.ptr
     used = cp.get_default_memory_pool().used_bytes()
-    q = memory.allocate(1 << 20, package="cupy", device_id=0, stream=cs.ptr)
+    q = allocate(1 << 20, package="cupy", device_id=0, stream=cs.ptr)
     assert cp.get_default_memory_pool().used_bytes() >= used + (1 << 20)
     q.free()
 
@@ -80,7 +80,7 @@ def test_cuda_core_stream_and_default_pool():
     dev.set_current()
     s = dev.create_stream()
     assert resolve_stream(s).ptr == int(s.handle)
-    p = memory.allocate(4096, package=None, device_id=0, stream=int(s.handle))
+    p = allocate(4096, package=None, device_id=0, stream=int(s.handle))
     src = np.arange(512, dtype=np.float64)  # must outlive the asynchronous copy
     cuda.memcpy_async(p.device_ptr, src.ctypes.data, 4096, int(s.handle))
     cuda.synchronize(int(s.handle))

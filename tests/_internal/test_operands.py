@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cuweave._internal.arrays import check_same_place
 from cuweave._internal.dtypes import from_float32, to_float32
 from cuweave._internal.errors import InvalidOperandError
-from cuweave._internal.operands import check_same_place, empty, wrap_operand
+from cuweave._internal.packages import empty, wrap_operand
 
 torch = pytest.importorskip("torch")
 

@@ -108,7 +108,7 @@ def test_canonical_names():
 
 
 @pytest.mark.parametrize("module", ["cuweave._internal.memory", "cuweave._internal.cache",
-                                    "cuweave._internal.lifecycle", "cuweave._internal.operands"])
+                                    "cuweave._internal.lifecycle", "cuweave._internal.packages"])
 def test_docstring_examples_run(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.failed == 0 and res.attempted > 0

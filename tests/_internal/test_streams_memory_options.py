@@ -15,7 +15,8 @@ from cuweave._internal.options import (
     coerce_options,
     resolve_execution,
 )
-from cuweave._internal.streams import Stream, resolve_stream
+from cuweave._internal.packages import allocate, resolve_stream
+from cuweave._internal.streams import Stream
 
 
 class CoreLikeStream:
@@ -81,13 +82,13 @@ class AsyncAlloc(memory.BaseCUDAMemoryManagerAsync):
 
 def test_allocator_protocol_used_and_freed_once():
     a = SyncAlloc()
-    p = memory.allocate(100, package="numpy", device_id=0, stream=7, allocator=a)
+    p = allocate(100, package="numpy", device_id=0, stream=7, allocator=a)
     assert (p.device_ptr, p.size) == (0x1000 + 100, 100)
     p.free()
     p.free()
     assert a.freed == [100]
     b = AsyncAlloc()
-    memory.allocate(64, package=None, device_id=0, stream=7, allocator=b)
+    allocate(64, package=None, device_id=0, stream=7, allocator=b)
     assert b.calls == [(64, 7)]
 
 
@@ -95,7 +96,7 @@ def test_allocator_abstract_and_bad():
     with pytest.raises(TypeError):
         memory.BaseCUDAMemoryManager()
     with pytest.raises(InvalidOptionError, match="allocator must implement"):
-        memory.allocate(8, package=None, device_id=0, stream=0, allocator=object())
+        allocate(8, package=None, device_id=0, stream=0, allocator=object())
 
 
 def test_coerce_options_and_enums():

@@ -176,8 +176,8 @@ def fake_cuda(native: str | None = None):
     import torch
 
     from cuweave._bindings import cufft
-    from cuweave._internal import cuda
-    from cuweave.fft import _callbacks, _cuda_plan, _fastpath
+    from cuweave._internal import cuda, packages
+    from cuweave.fft import _callbacks, _cuda_plan
 
     fake = FakeCufft()
     with pytest.MonkeyPatch.context() as mp:
@@ -194,7 +194,7 @@ def fake_cuda(native: str | None = None):
         mp.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: fake.stream,
                    raising=False)
         mp.setattr(torch.cuda, "current_stream", lambda device=None: _FakeStream(fake.stream))
-        mp.setattr(_fastpath, "TORCH_DEVICE_TYPE", "cpu")
+        mp.setattr(packages.TORCH, "device_type", "cpu")
         mp.setattr(cuda, "set_device", fake.set_device)
         mp.setattr(cuda, "current_device", lambda: fake.device)
         mp.setattr(cuda, "require", lambda device_id=0: None)

@@ -1,14 +1,11 @@
-"""Allocator protocol and allocation from the user's own memory pool.
-
-Outputs and workspaces come from the operands' package allocator (torch's caching allocator,
-CuPy's memory pool) unless ``options.allocator`` is given; otherwise from the device's
-``cuda.core`` memory resource (a stream-ordered pool).
+"""The allocator protocol (:class:`MemoryPointer`, the memory manager base classes) and memory
+limits. Allocation itself (``options.allocator`` → the package's pool → cuda.core) is
+:func:`cuweave._internal.packages.allocate`.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from abc import ABC, abstractmethod
 
 from .errors import InvalidOptionError
@@ -18,9 +15,6 @@ __all__ = [
     "BaseCUDAMemoryManager",
     "BaseCUDAMemoryManagerAsync",
     "parse_memory_limit",
-    "allocate",
-    "package_stream",
-    "on_stream",
 ]
 
 
@@ -120,86 +114,3 @@ def parse_memory_limit(value, total: int | None = None) -> int:
             raise InvalidOptionError("memory_limit as a percentage needs the device memory size")
         return int(total * number / 100)
     return int(number * _UNITS[unit])
-
-
-def package_stream(package: str, stream: int, device_id: int):
-    """A context manager making ``stream`` current in ``package`` (torch/CuPy), or ``None``
-    when it already is. Allocating inside it orders the pool's memory on ``stream``: the pool
-    hands out no block still in use by pending work on another stream."""
-    if package == "torch":
-        torch = sys.modules["torch"]
-        if torch.cuda.current_stream(device_id).cuda_stream == stream:
-            return None
-        s = (torch.cuda.default_stream(device_id) if stream == 0 else
-             torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
-        return torch.cuda.stream(s)
-    if package == "cupy":
-        cupy = sys.modules["cupy"]
-        with cupy.cuda.Device(device_id):
-            if cupy.cuda.get_current_stream().ptr == stream:
-                return None
-        return cupy.cuda.ExternalStream(stream, device_id) if stream else \
-            cupy.cuda.Stream.null
-    return None
-
-
-def on_stream(package: str, stream: int, device_id: int, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` with ``stream`` current in ``package`` (see package_stream)."""
-    ctx = package_stream(package, stream, device_id)
-    if ctx is None:
-        return fn(*args, **kwargs)
-    with ctx:
-        return fn(*args, **kwargs)
-
-
-def _torch_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-    torch = sys.modules["torch"]
-    t = on_stream("torch", stream, device_id, torch.empty, nbytes, dtype=torch.uint8,
-                  device=torch.device("cuda", device_id))
-    ptr = MemoryPointer(t.data_ptr(), nbytes)
-    ptr._owner = t  # freed when the pointer (and the tensor) are dropped
-    return ptr
-
-
-def _cupy_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-    cupy = sys.modules["cupy"]
-    with cupy.cuda.Device(device_id):
-        mem = on_stream("cupy", stream, device_id, cupy.cuda.alloc, nbytes)
-    ptr = MemoryPointer(mem.ptr, nbytes)
-    ptr._owner = mem
-    return ptr
-
-
-def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-    from cuda.core import Stream
-
-    from . import cuda
-
-    dev = cuda.core_device(device_id)
-    s = Stream.from_handle(stream) if stream else dev.default_stream
-    buf = dev.allocate(nbytes, stream=s)
-
-    def fin(buf=buf, s=s):
-        buf.close(s)
-
-    return MemoryPointer(int(buf.handle), nbytes, fin)
-
-
-def allocate(nbytes: int, *, package: str | None, device_id: int, stream: int,
-             allocator=None) -> MemoryPointer:
-    """Allocate ``nbytes`` of device memory ordered on ``stream`` from the user's pool."""
-    nbytes = max(int(nbytes), 1)
-    if allocator is not None:
-        if hasattr(allocator, "memalloc_async"):
-            return allocator.memalloc_async(nbytes, stream)
-        if hasattr(allocator, "memalloc"):
-            return allocator.memalloc(nbytes)
-        raise InvalidOptionError(
-            "allocator must implement memalloc(size) or memalloc_async(size, stream), "
-            f"got {allocator!r}"
-        )
-    if package == "torch" and "torch" in sys.modules:
-        return _torch_alloc(nbytes, device_id, stream)
-    if package == "cupy" and "cupy" in sys.modules:
-        return _cupy_alloc(nbytes, device_id, stream)
-    return _core_alloc(nbytes, device_id, stream)

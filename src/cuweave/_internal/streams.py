@@ -1,17 +1,10 @@
-"""Stream resolution: every accepted stream form becomes a :class:`Stream` holding an int handle.
-
-Accepted: ``None`` (the operands' package current stream: torch/CuPy; else the legacy default
-stream), an ``int`` handle, any object with ``__cuda_stream__`` (cuda.core streams and others),
-``torch.cuda.Stream`` and ``cupy.cuda.Stream``. The user's object is kept alive in ``.obj``.
-"""
+"""The resolved form of every stream: :class:`Stream`, an int handle and the object keeping it
+alive. :func:`~cuweave._internal.packages.resolve_stream` turns the accepted forms into one
+(the packages' stream objects and current streams are their adapters' business)."""
 
 from __future__ import annotations
 
-import sys
-
-from .errors import InvalidOptionError
-
-__all__ = ["Stream", "resolve_stream", "current_package_stream"]
+__all__ = ["Stream"]
 
 
 class Stream:
@@ -31,45 +24,3 @@ class Stream:
 
     def __hash__(self) -> int:
         return hash(self.ptr)
-
-
-def current_package_stream(package: str | None, device_id: int) -> Stream:
-    """The current stream of ``package`` on ``device_id`` (legacy default stream otherwise)."""
-    if package == "torch":
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            s = torch.cuda.current_stream(device_id)
-            return Stream(s.cuda_stream, s)
-    elif package == "cupy":
-        cupy = sys.modules.get("cupy")
-        if cupy is not None:
-            with cupy.cuda.Device(device_id):
-                s = cupy.cuda.get_current_stream()
-            return Stream(s.ptr, s)
-    return Stream(0, None)
-
-
-def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) -> Stream:
-    """Turn ``stream`` (see module docstring) into a :class:`Stream`."""
-    if stream is None:
-        return current_package_stream(package, device_id)
-    if isinstance(stream, Stream):
-        return stream
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        if stream < 0:
-            raise InvalidOptionError(f"stream must be a non-negative handle, got {stream!r}")
-        return Stream(stream, None)
-    proto = getattr(stream, "__cuda_stream__", None)
-    if proto is not None:
-        value = proto() if callable(proto) else proto
-        handle = value[1] if isinstance(value, tuple) else value
-        return Stream(int(handle), stream)
-    mod = type(stream).__module__.split(".", 1)[0]
-    if mod == "torch" and hasattr(stream, "cuda_stream"):
-        return Stream(stream.cuda_stream, stream)
-    if mod == "cupy" and hasattr(stream, "ptr"):
-        return Stream(stream.ptr, stream)
-    raise InvalidOptionError(
-        "stream must be None, an int handle, an object with __cuda_stream__, a torch.cuda.Stream"
-        f" or a cupy.cuda.Stream, got {stream!r}"
-    )

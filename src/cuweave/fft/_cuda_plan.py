@@ -16,7 +16,7 @@ from .._bindings import cufft
 from .._bindings.library_types import CudaDataType
 from .._internal import cuda
 from .._internal.errors import InvalidOptionError
-from .._internal.memory import allocate
+from .._internal.packages import allocate
 from . import _callbacks as cb
 
 __all__ = ["CudaPlan", "Buffers", "on_device"]

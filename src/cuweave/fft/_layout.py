@@ -12,8 +12,8 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
+from .._internal.arrays import c_strides
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
-from .._internal.operands import c_strides
 
 __all__ = ["CufftLayout", "LayoutPlan", "coerce_axes", "normalize_axes", "fft_lengths",
            "plan_layouts", "c_strides"]

@@ -8,11 +8,10 @@ into a :class:`Spec`; :func:`spec_key` gives the hashable key the function forms
 from __future__ import annotations
 
 import math
-import sys
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError
-from .._internal.operands import wrap_operand
 from .._internal.options import ExecutionCPU, resolve_execution
+from .._internal.packages import wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -20,10 +19,11 @@ from ._layout import (
     normalize_axes,
     plan_layouts,
 )
-from ._options import DeviceCallable, FFTDirection
+from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
-           "infer_fft_type", "default_direction", "norm_scale", "coerce_callable"]
+           "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
+           "callback_fast_key"]
 
 _REAL = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 _COMPLEX = {v: k for k, v in _REAL.items()}
@@ -179,5 +179,19 @@ def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
             _callable_key(prolog), _callable_key(epilog))
 
 
-def torch_module():
-    return sys.modules.get("torch")
+def callback_fast_key(c):
+    """The part of a function-form key naming a callback as given, equal to
+    :meth:`~cuweave.fft.DeviceCallable.key` for the same callback as a dict: equal keys mean
+    the same validated callback, so a hit skips re-validating it. A dict with other entries or
+    any other object gets a key of its own identity, which misses: the full path reports it."""
+    if c is None:
+        return None
+    if type(c) is dict:
+        if c.keys() <= _CALLBACK_KEYS:
+            return callback_key(c.get("ltoir"), c.get("size"), c.get("data"), c.get("symbol"))
+        return ("unknown", id(c))
+    key = getattr(c, "key", None)
+    return key() if callable(key) else ("unknown", id(c))
+
+
+_CALLBACK_KEYS = frozenset(["ltoir", "size", "data", "symbol"])

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import operator
-import sys
 import time
 
 from .._internal import cuda
+from .._internal.arrays import Operand
 from .._internal.cache import PlanCache
 from .._internal.errors import (
     CufftError,
@@ -24,17 +24,16 @@ from .._internal.errors import (
 )
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
-from .._internal.operands import Operand, empty
 from .._internal.options import coerce_options
+from .._internal.packages import adapter, empty, probe, resolve_stream
 from .._internal.staging import shared_stager
-from .._internal.streams import resolve_stream
 from ._cpu import CpuPlan
 from ._cuda_plan import Buffers, CudaPlan, on_device
-from ._fastpath import callback_fast_key, fast_key, output_allocator, stream_getter
 from ._layout import coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._spec import (
     build_spec,
+    callback_fast_key,
     coerce_callable,
     default_direction,
     execution_space,
@@ -132,13 +131,13 @@ class FFT(StatefulObject):
         self._set_operand(op)
         if self._spec.cuda:
             spec = self._spec
+            pkg = adapter(op.package)
             self._bufs = Buffers(op.package, spec.device_id, self.options.allocator)
-            if not spec.staged:
-                self._fast_stream = stream_getter(op.package, spec.device_id)
+            if not spec.staged and pkg.owns_stream:
+                self._fast_stream = pkg.stream_getter(spec.device_id)
                 if self.options.allocator is None and not spec.inplace:
-                    self._fast_out = output_allocator(op.package, spec.device_id,
-                                                      spec.out_shape, spec.out_dtype,
-                                                      spec.layout.out_perm)
+                    self._fast_out = pkg.result_allocator(spec.out_shape, spec.out_dtype,
+                                                          spec.layout.out_perm, spec.device_id)
         self._set_stream(stream)
         if self.logger.isEnabledFor(20):
             self.logger.info("FFT %r", self._spec)
@@ -304,9 +303,7 @@ class FFT(StatefulObject):
         if spec.inplace:
             x[...] = res
             return self._in_obj
-        if spec.package == "torch":
-            return sys.modules["torch"].from_numpy(res)
-        return res
+        return adapter(spec.package).from_numpy(res)
 
     def _execute_cuda(self, d, stream, release_workspace):
         spec, plan, bufs = self._spec, self._cuda_plan, self._bufs
@@ -314,7 +311,7 @@ class FFT(StatefulObject):
             s = self._resolve(stream).ptr
         elif self._fast_stream is not None:
             s = self._fast_stream()
-        elif self._stream is not None and (spec.staged or spec.package not in ("torch", "cupy")):
+        elif self._stream is not None and (spec.staged or not adapter(spec.package).owns_stream):
             s = self._stream
         else:
             s = self._resolve(None).ptr
@@ -335,7 +332,7 @@ class FFT(StatefulObject):
             out_ptr = bufs.get("out", _nbytes(spec.out_shape, spec.layout.out_strides,
                                               spec.out_dtype), s)
         elif stream is None and self._fast_out is not None:
-            res, out_ptr = self._fast_out()  # FastOutput.__call__
+            res, out_ptr = self._fast_out(s, False)
         else:
             op = empty(self._op, spec.out_shape, spec.out_dtype, perm=spec.layout.out_perm,
                        stream=s, allocator=self.options.allocator)
@@ -368,8 +365,7 @@ class FFT(StatefulObject):
             return None
         get_stream, set_stream, use = self._fast_stream, plan.set_stream, self._bufs.use
         get_device, set_device, device_id = cuda.current_device, cuda.set_device, spec.device_id
-        out = self._fast_out
-        new, ptr_of, inv, reorder = out.new, out.ptr_of, out.inv, out.reorder
+        new = self._fast_out
         exec_bare, handle, in_c, out_c = plan.exec_bare, plan.handle, self._in_c, \
             ctypes.c_void_p()
         d, cur = int(self._plan_direction), self._cur_stream  # no reference to self: no cycle
@@ -384,12 +380,11 @@ class FFT(StatefulObject):
                     use(s)
                     set_stream(s)
                     cur[0] = s
-                res = new()
-                out_c.value = ptr_of(res)
+                res, out_c.value = new(s, False)
                 status = exec_bare(handle, in_c, out_c, d)
                 if status:
                     raise CufftError(status, "cufftXtExec")
-                return res if inv is None else reorder(res, inv)
+                return res
             finally:
                 if prev != device_id and prev is not None:
                     set_device(prev)  # the caller's device again
@@ -438,8 +433,7 @@ class FFT(StatefulObject):
         inv = [0] * len(perm)
         for i, p in enumerate(perm):
             inv[p] = i
-        obj = host.obj
-        return obj.permute(inv) if spec.package == "torch" else obj.transpose(inv)
+        return adapter(spec.package).permute(host.obj, inv)
 
     def release_workspace(self) -> None:
         """Return the workspace to the pool (reallocated by the next execute)."""
@@ -484,21 +478,10 @@ def _nbytes(shape, strides, dtype) -> int:
 
 def _scale_in_place(obj, scale, s, spec) -> None:
     """Fallback when a scale cannot be fused (half precision, two raw callbacks)."""
-    if spec.staged or spec.package == "numpy":
+    if spec.staged:
         obj *= scale
         return
-    if spec.package == "torch":
-        torch = sys.modules["torch"]
-        with torch.cuda.stream(torch.cuda.ExternalStream(s, device=f"cuda:{spec.device_id}")):
-            obj.mul_(scale)
-        return
-    if spec.package == "cupy":
-        cupy = sys.modules["cupy"]
-        with cupy.cuda.ExternalStream(s):
-            obj *= scale
-        return
-    raise InvalidOptionError(
-        f"norm must be None for {spec.package} operands when it cannot be fused, got a scale")
+    adapter(spec.package).scale_(obj, scale, s, spec.device_id)
 
 
 # ---- function forms ---------------------------------------------------------------------------
@@ -528,16 +511,17 @@ def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direct
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
     if options is None and execution is None and stream is None:
-        fast = fast_key(operand, axes, fft_type, direction, norm)
-        if fast is not None and (prolog is not None or epilog is not None):
-            fast += (callback_fast_key(prolog), callback_fast_key(epilog))
-        if fast is not None:
+        found = probe(operand)
+        if found is not None:
+            fast = found[0] + (axes, fft_type, direction, norm)
+            if prolog is not None or epilog is not None:
+                fast += (callback_fast_key(prolog), callback_fast_key(epilog))
             try:
                 obj = plan_cache.pop(fast)
             except TypeError:  # unhashable entries in axes: reported by coerce_axes below
                 obj = fast = None
             if obj is not None:
-                ptr = operand.data_ptr() if fast[0] == "torch" else operand.data.ptr
+                ptr = found[1]
                 hot = obj._hot  # planned for `direction` on the current stream: run it directly
                 if hot is not None:
                     obj._in_c.value = ptr

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ctypes
-import functools
-import sys
-import types
 
 import numpy as np
 
 from ..._bindings import cublaslt as lt
-from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE, numpy_dtype
-from ..._internal.operands import c_strides, check_same_place, empty, wrap_operand
+from ..._internal.arrays import check_same_place
+from ..._internal.dtypes import CUDA_DATA_TYPE
+from ..._internal.packages import wrap_operand
 from ._epilogs import (
     AUX_LD_BITS,
     AUX_TYPED,
@@ -23,7 +21,7 @@ from ._epilogs import (
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
 
 __all__ = ["EpilogBinding", "alignment", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
-           "perm_from_strides", "device_allocator"]
+           "perm_from_strides"]
 
 _SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
@@ -73,76 +71,8 @@ def staged(op):
     return arr, tuple(s // arr.itemsize for s in arr.strides)
 
 
-_CUPY_DTYPES = frozenset(["float16", "float32", "float64", "complex64", "complex128", "int8",
-                          "uint8", "int32"])
-
-
-def device_allocator(package: str, shape, dtype: str, perm, device_id: int):
-    """``alloc(stream, foreign) -> (array, device pointer)`` creating a new dense output in
-    ``package`` with the axis order ``perm`` (see ``operands.empty``), resolved now.
-
-    torch and CuPy allocate straight from their pools with pre-built arguments; ``foreign``
-    (a stream other than the package's current one was given) and other packages go through
-    :func:`~cuweave._internal.operands.empty`, which also orders torch's memory on the stream.
-    """
-    shape = tuple(shape)
-    perm = tuple(perm) if perm is not None else tuple(range(len(shape)))
-    ref = types.SimpleNamespace(device="cuda", package=package, device_id=device_id)
-
-    def generic(stream, foreign=True):
-        op = empty(ref, shape, dtype, perm=perm, device_id=device_id, stream=stream)
-        return op.obj, op.ptr
-
-    alloc_shape = tuple(shape[i] for i in perm)
-    inv = tuple(perm.index(i) for i in range(len(perm)))
-    same = inv == tuple(range(len(inv)))
-    if package == "torch":
-        torch = sys.modules["torch"]
-        tdtype = getattr(torch, dtype, None)
-        if tdtype is None:
-            return generic
-        kw = {"dtype": tdtype, "device": torch.device("cuda", device_id)}
-        if same:
-            # empty_like of a one-element tensor expanded to the shape (not dense, so the new
-            # tensor is C-contiguous) parses one argument: ~0.5 µs cheaper than torch.empty
-            new = functools.partial(torch.empty_like, torch.empty((), **kw).expand(shape))
-            if new().stride() != c_strides(shape):  # pragma: no cover - another torch's rule
-                new = functools.partial(torch.empty, *alloc_shape, **kw)
-
-            def alloc(stream, foreign):
-                if foreign:
-                    return generic(stream)
-                x = new()
-                return x, x.data_ptr()
-
-            return alloc
-        strided, strides = torch.empty_strided, [0] * len(shape)
-        for axis, stride in zip(perm, c_strides(alloc_shape)):
-            strides[axis] = stride
-        strides = tuple(strides)
-
-        def alloc_strided(stream, foreign):  # one call instead of empty + permute
-            if foreign:
-                return generic(stream)
-            x = strided(shape, strides, **kw)
-            return x, x.data_ptr()
-
-        return alloc_strided
-    if package == "cupy" and dtype in _CUPY_DTYPES:
-        cupy = sys.modules["cupy"]
-        dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty
-
-        def alloc(stream, foreign):
-            with dev:
-                x = new(alloc_shape, np_dtype)
-            return (x if same else x.transpose(inv)), x.data.ptr
-
-        return alloc
-    return generic
-
-
 def perm_from_strides(shape, strides) -> tuple:
-    """Axis order outermost → innermost for ``operands.empty(perm=...)``."""
+    """Axis order outermost → innermost for ``packages.empty(perm=...)``."""
     return tuple(sorted(range(len(shape)), key=lambda i: (-strides[i], i)))
 
 
@@ -220,15 +150,9 @@ class EpilogBinding:
             if types["fp8"]:
                 bd = types["c_layout"] if spec.bias else "bfloat16"
                 self.static.append((_A.BIAS_DATA_TYPE, int(CUDA_DATA_TYPE[bd])))
-        self.has_pointers = bool(spec.inputs or spec.outputs)
 
     def static_attributes(self):
         return list(self.static)
-
-    def output_nbytes(self, entry) -> int:
-        _, _, shape, strides, dtype = entry
-        n = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
-        return n * ITEMSIZE[dtype]
 
     def wrap_inputs(self, epilog_inputs) -> dict:
         """Validated, wrapped epilog inputs (name -> Operand)."""

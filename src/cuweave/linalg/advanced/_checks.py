@@ -124,7 +124,7 @@ def check_scales(scales, place: tuple, fp8_result: bool) -> dict:
     rule). Host scales (with host operands) are read at execution and uploaded; device scales
     must be one float32 element on the operands' device (cuBLASLt's scale type for fp8).
     """
-    from ..._internal.operands import wrap_operand
+    from ..._internal.packages import wrap_operand
 
     out = {}
     for name in _SCALE_NAMES:

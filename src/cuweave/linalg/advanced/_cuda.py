@@ -9,8 +9,6 @@ a pre-built argument list and calls the raw ``cublasLtMatmul`` function.
 from __future__ import annotations
 
 import ctypes
-import functools
-import sys
 import threading
 
 import numpy as np
@@ -20,7 +18,8 @@ from ..._bindings.library_types import CudaDataType
 from ..._internal import cuda
 from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
 from ..._internal.errors import CublasLtError, InvalidOperandError
-from ..._internal.memory import allocate, parse_memory_limit
+from ..._internal.memory import parse_memory_limit
+from ..._internal.packages import allocate
 from ..._internal.staging import shared_stager
 from ._algorithm import Algorithm
 from ._binding import alignment
@@ -423,24 +422,3 @@ class CudaEngine:
         self._stager = None  # the process-wide stager outlives the engine
         self.args = self._ptrs = None
         self._bound = {}
-
-
-def current_stream_getter(package: str, device_id: int, host: bool):
-    """A function returning the stream handle a run uses when no stream is given: the current
-    stream of the operands' package (device operands), resolved as far as possible now."""
-    if package == "torch" and not host:
-        raw = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            return functools.partial(raw, device_id)
-    from ..._internal.streams import resolve_stream
-
-    return lambda: resolve_stream(None, package=package, device_id=device_id).ptr
-
-
-def torch_stream_ptr(device_id: int) -> int:
-    """The current torch stream handle (fast private accessor when present)."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(device_id)
-    return torch.cuda.current_stream(device_id).cuda_stream

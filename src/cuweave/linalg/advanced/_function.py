@@ -1,8 +1,8 @@
 """The function form :func:`matmul`: a planned :class:`Matmul` per operand layout, cached.
 
 A call wraps its operands, looks the plan up in :data:`plan_cache` (an LRU bounded by count
-and workspace bytes), rebinds the operands and executes. For torch CUDA tensors with nothing
-but ``alpha`` and ``epilog`` given, the key is read straight off the tensors and a hit reuses
+and workspace bytes), rebinds the operands and executes. For torch/CuPy device arrays with
+nothing but ``alpha`` and ``epilog`` given, the key is read straight off the arrays and a hit reuses
 the cached plan's operand records (no wrapping): the call is then the planned execute plus
 about a microsecond.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._internal.cache import PlanCache
-from ..._internal.operands import wrap_operand
+from ..._internal.packages import probe, wrap_operand
 from ._binding import _input_name, alignment
 from ._checks import _check_algorithm, _freeze, _input_key, _op_key
 from ._epilogs import validate_epilog_inputs
@@ -68,7 +68,7 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
-        found = _torch_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
+        found = _array_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
         if found is not None:
             fast, ptrs = found
             if stream is None:
@@ -128,22 +128,22 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
             beta is None, extras)
 
 
-def _torch_key(a, b, epilog):
+def _array_key(a, b, epilog):
     """``(key, (pointer of a, pointer of b))``: the cache key of ``matmul(a, b[, alpha][,
-    epilog])`` on torch CUDA tensors read off the tensors (what :func:`_key` holds, pointers by
-    alignment), or None for anything else."""
-    if type(a).__module__ != "torch" or type(b).__module__ != "torch":
+    epilog])`` on torch/CuPy device arrays read off the arrays by their package adapters (what
+    :func:`_key` holds, pointers by alignment), or None for anything else."""
+    fa = probe(a)
+    if fa is None:
         return None
-    dev_a, dev_b = a.get_device(), b.get_device()  # -1 on the CPU
-    if dev_a < 0 or dev_b < 0 or a.is_conj() or b.is_conj() or a.is_neg() or b.is_neg():
+    fb = probe(b)
+    if fb is None:
         return None
     try:
         hash(epilog)
     except TypeError:
         return None
-    pa, pb = a.data_ptr(), b.data_ptr()
-    return ("torch", a.dtype, a.shape, a.stride(), dev_a, alignment(pa), b.dtype, b.shape,
-            b.stride(), dev_b, alignment(pb), epilog), (pa, pb)
+    pa, pb = fa[1], fb[1]
+    return (fa[0], alignment(pa), fb[0], alignment(pb), epilog), (pa, pb)
 
 
 def _run_cached(mm, key, a, b, ptrs, alpha):

@@ -9,12 +9,12 @@ creates the backend's plan, ``execute`` runs it. The backend is a parameter: CUD
 from __future__ import annotations
 
 import functools
-import sys
 import time
 
 import numpy as np
 
 from ..._internal import cuda
+from ..._internal.arrays import check_same_place
 from ..._internal.errors import (
     CublasLtError,
     InvalidOperandError,
@@ -23,16 +23,14 @@ from ..._internal.errors import (
 )
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
-from ..._internal.operands import check_same_place, empty, wrap_operand
 from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
-from ..._internal.streams import resolve_stream
+from ..._internal.packages import adapter, empty, resolve_stream, wrap_operand
 from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
     alignment,
     dense_bytes,
-    device_allocator,
     frame_constraints,
     perm_from_strides,
     staged,
@@ -139,6 +137,7 @@ class Matmul(StatefulObject):
         if c is not None:
             ops["c"] = wrap_operand(c, "c")
         device, device_id, self._package = check_same_place(ops)
+        self._adapter = adapter(self._package)
         self._host = device == "cpu"
         self._space = resolve_execution(
             execution, operand_device=device, operand_device_id=device_id,
@@ -388,7 +387,7 @@ class Matmul(StatefulObject):
 
         validate_epilog(spec, dtype=self._types["d"], k=p.k, batched=p.batch_count > 1,
                         version=lt.get_version())
-        if p.c_broadcast and not self._host and self._package not in ("torch", "cupy"):
+        if p.c_broadcast and not self._host and not self._adapter.can_broadcast:
             from ..._internal.errors import UnsupportedLayoutError
 
             raise UnsupportedLayoutError(
@@ -474,17 +473,17 @@ class Matmul(StatefulObject):
     def _build_hot_path(self) -> _HotPath:
         """Resolve at plan time everything a CUDA run needs besides the current pointers."""
         from ._binding import _A
-        from ._cuda import current_stream_getter
 
         p, t, bind, dev = self._problem, self._types, self._binding, self._device_id
+        pkg = self._adapter
         hot = _HotPath()
-        hot.current_stream = current_stream_getter(self._package, dev, self._host)
+        hot.current_stream = pkg.stream_getter(dev)
         hot.src = ("b", "a") if p.swap else ("a", "b")
         hot.c_mode = 1 if p.c is not None else (2 if t["c_layout"] != t["d"] else 0)
         hot.general = self._host or p.c_broadcast or t["fp8"]
         hot.blocking = self.options.blocking is True
-        hot.result = None if self.options.inplace or self._host else device_allocator(
-            self._package, p.result_shape, t["d"], p.result_perm, dev)
+        hot.result = None if self.options.inplace or self._host else pkg.result_allocator(
+            p.result_shape, t["d"], p.result_perm, dev)
         hot.inputs = tuple((k, _A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER)
                            for k in bind.inputs)
         outputs = []
@@ -494,8 +493,7 @@ class Matmul(StatefulObject):
             attr = _A.EPILOGUE_AUX_POINTER if is_aux else _A.BIAS_POINTER
             # frames are remembered only where a backward pass could not tell them apart
             remember = shape if is_aux and p.user_m == p.user_n else None
-            alloc = None if self._host else device_allocator(self._package, shape, dtype, perm,
-                                                             dev)
+            alloc = None if self._host else pkg.result_allocator(shape, dtype, perm, dev)
             outputs.append((user, ltname, attr, alloc, (shape, dtype, perm), remember))
         hot.outputs = tuple(outputs)
         return hot
@@ -736,14 +734,7 @@ class Matmul(StatefulObject):
             np.copyto(host, np.broadcast_to(self._staged["c"][0], full), casting="unsafe")
             self._engine.upload([("d", _flat(host))], s)
             return
-        mod = sys.modules[self._package]
-        c = self._ops["c"].obj
-        if self._package == "torch":
-            with mod.cuda.stream(mod.cuda.ExternalStream(s)):
-                res.copy_(c.expand(full))
-        else:
-            with mod.cuda.ExternalStream(s):
-                res[...] = mod.broadcast_to(c, full)
+        self._adapter.broadcast_into(res, self._ops["c"].obj, full, s, self._device_id)
 
     def _bind_fp8(self, state, s) -> None:
         from ._binding import _A

@@ -1,0 +1,628 @@
+"""One adapter per array package: the only place that knows NumPy, CuPy, torch or DLPack/CAI.
+
+An adapter owns, for its package: wrapping an array into an
+:class:`~cuweave._internal.arrays.Operand` (:meth:`Adapter.wrap`), reading a device array's
+metadata without wrapping it (:meth:`Adapter.probe`, the function forms' cache keys), the
+current stream (:meth:`Adapter.stream_getter`, resolved at plan time), memory from the
+package's own pool (:meth:`Adapter.allocate_bytes`) and new results in the package
+(:meth:`Adapter.result_allocator`, built at plan time; :meth:`Adapter.empty`), and the few
+layout operations an engine needs on the user's arrays (permute, broadcast copy, scaling).
+
+Engines never name a package: they hold the adapter of their operands
+(``adapter(op.package)``) and call it. Adding a package (JAX, say) is one new subclass
+registered in :data:`ADAPTERS`. The package's module is taken from ``sys.modules``: nothing
+here imports torch or CuPy.
+
+Examples
+--------
+>>> import numpy as np
+>>> op = wrap_operand(np.zeros((2, 3), np.float32), "a")
+>>> adapter(op.package).name, op.shape
+('numpy', (2, 3))
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import numpy as np
+
+from . import dlpack as _dl
+from .arrays import (
+    DeviceArray,
+    Operand,
+    bytes_to_elems,
+    c_strides,
+    dtype_name,
+    new_operand,
+    numpy_pointer,
+)
+from .dtypes import NUMPY_NATIVE, canonical_name, numpy_dtype
+from .errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from .memory import MemoryPointer
+from .streams import Stream
+
+__all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "empty",
+           "allocate", "resolve_stream", "inverse_perm"]
+
+_EXPECTED = ("a NumPy or CuPy array, a torch tensor, or an object supporting __dlpack__ or "
+             "__cuda_array_interface__")
+
+
+def inverse_perm(perm) -> tuple:
+    """The permutation undoing ``perm`` (``perm[inv[i]] == i``)."""
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def _zero() -> int:
+    return 0
+
+
+class Adapter:
+    """Generic producers (``__cuda_array_interface__``, DLPack, cuweave's DeviceArray).
+
+    Subclasses override what their package does better. Results of generic producers are
+    :class:`~cuweave._internal.arrays.DeviceArray` objects (CAI v3 + DLPack).
+    """
+
+    name = "generic"
+    #: whether the package has a current stream of its own (torch, CuPy)
+    owns_stream = False
+
+    # ---- wrapping ------------------------------------------------------------------------
+    def wrap(self, x, name: str) -> Operand:
+        if isinstance(x, DeviceArray):
+            return Operand(x, "cuweave", x.ptr, x.shape, x.strides, x.dtype, "cuda",
+                           x.device_id)
+        cai = getattr(x, "__cuda_array_interface__", None)
+        if cai is not None:
+            return _wrap_cai(x, cai, name)
+        if hasattr(x, "__dlpack__"):
+            return _wrap_dlpack(x, name)
+        if isinstance(x, np.generic | int | float | complex | list | tuple):
+            raise InvalidOperandError(f"{name} must be {_EXPECTED}, got a "
+                                      f"{type(x).__name__} (wrap it with numpy.asarray first)")
+        raise InvalidOperandError(f"{name} must be {_EXPECTED}, got {type(x).__name__!r}")
+
+    def host_array(self, op: Operand) -> np.ndarray:
+        """Zero-copy NumPy view of the host operand ``op`` (bfloat16/fp8 stored raw)."""
+        return op.memory_view()
+
+    def probe(self, x):
+        """``(metadata, pointer)`` of a device array read without wrapping it (a cache key
+        part holding package, dtype, shape, strides and device), or ``None`` where only
+        :meth:`wrap` describes it (host arrays, lazily conjugated or negated tensors...)."""
+        return None
+
+    # ---- streams -------------------------------------------------------------------------
+    def stream_getter(self, device_id: int):
+        """A no-argument callable returning the package's current stream handle on
+        ``device_id`` (resolved now; the legacy default stream 0 without a package stream)."""
+        return _zero
+
+    def current_stream(self, device_id: int) -> Stream:
+        return Stream(0, None)
+
+    def stream_of(self, obj) -> Stream | None:
+        """``obj`` as a :class:`Stream` if it is one of the package's stream objects."""
+        return None
+
+    def stream_context(self, stream: int, device_id: int):
+        """A context manager making ``stream`` the package's current one, or ``None`` when it
+        already is (or the package has no streams). Allocating inside it orders the pool's
+        memory on ``stream``: the pool hands out no block still in use on another stream."""
+        return None
+
+    def on_stream(self, stream: int, device_id: int, fn, *args, **kwargs):
+        ctx = self.stream_context(stream, device_id)
+        if ctx is None:
+            return fn(*args, **kwargs)
+        with ctx:
+            return fn(*args, **kwargs)
+
+    # ---- memory --------------------------------------------------------------------------
+    def allocate_bytes(self, nbytes: int, device_id: int, stream: int) -> MemoryPointer:
+        """``nbytes`` of device memory from the package's pool, ordered on ``stream``."""
+        return _core_alloc(nbytes, device_id, stream)
+
+    def empty(self, shape, dtype: str, perm, *, device_id, stream: int = 0,
+              allocator=None) -> Operand:
+        """A new dense array of the package (``device_id`` None: host memory) whose axes lie
+        in ``perm`` order (outermost first) in memory."""
+        if device_id is None:
+            return _numpy_empty(shape, dtype, perm)
+        strides = _perm_strides(shape, perm)
+        arr = DeviceArray(shape, dtype, device_id=device_id, strides=strides, stream=stream,
+                          allocator=allocator)
+        return Operand(arr, "cuweave", arr.ptr, shape, strides, dtype, "cuda", device_id)
+
+    def result_allocator(self, shape, dtype: str, perm, device_id: int):
+        """``alloc(stream, foreign) -> (array, pointer)`` creating new results of one layout,
+        resolved now (the per-call cost is the package's allocator). ``foreign``: ``stream``
+        is not the package's current stream (the memory is then ordered on it). ``perm`` as
+        for :meth:`empty` (``None``: C order)."""
+        shape, perm = _shape_perm(shape, perm)
+
+        def alloc(stream, foreign=True):
+            op = self.empty(shape, dtype, perm, device_id=device_id, stream=stream)
+            return op.obj, op.ptr
+
+        return alloc
+
+    # ---- layout operations ---------------------------------------------------------------
+    def permute(self, obj, axes):
+        """The view of ``obj`` with its axes in ``axes`` order (NumPy's ``transpose``)."""
+        return obj.transpose(axes)
+
+    def from_numpy(self, arr: np.ndarray):
+        """A host result computed in NumPy, as the package's host array."""
+        return arr
+
+    def broadcast_into(self, dst, src, shape, stream: int, device_id: int) -> None:
+        """``dst[...] = broadcast(src, shape)`` queued on ``stream`` (device arrays)."""
+        raise UnsupportedLayoutError(
+            f"c must be a full (M, N) matrix in a cuBLASLt layout for {self.name} operands "
+            "(broadcasting c needs torch or CuPy), got a broadcast/strided c")
+
+    @property
+    def can_broadcast(self) -> bool:
+        return type(self).broadcast_into is not Adapter.broadcast_into
+
+    def scale_(self, obj, scale, stream: int, device_id: int) -> None:
+        """``obj *= scale`` on the device, queued on ``stream``."""
+        raise InvalidOptionError(
+            f"norm must be None for {self.name} operands when it cannot be fused, got a scale")
+
+
+class NumpyAdapter(Adapter):
+    name = "numpy"
+
+    def wrap(self, x, name: str) -> Operand:
+        return _wrap_numpy(x, name)
+
+    def scale_(self, obj, scale, stream, device_id) -> None:
+        obj *= scale
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    owns_stream = True
+    #: device type of the tensors results are made on (the CPU-only fakes set ``"cpu"``)
+    device_type = "cuda"
+
+    @staticmethod
+    def _torch():
+        return sys.modules["torch"]
+
+    def wrap(self, x, name: str) -> Operand:
+        if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
+            x = x.resolve_neg()
+        dtype = dtype_name(x.dtype)
+        if x.is_cuda:
+            return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype,
+                               "cuda", x.get_device(), x.is_conj())
+        if x.device.type != "cpu":
+            raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got "
+                                      f"{x.device}")
+        return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cpu",
+                           None, x.is_conj())
+
+    def host_array(self, op: Operand) -> np.ndarray:
+        x = op.obj
+        if op.conj:
+            x = x.conj()  # the conjugate view of a lazy-conj tensor is its memory
+        if op.dtype not in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "complex32"):
+            return x.detach().numpy()
+        torch = self._torch()
+        raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[op.itemsize]
+        return x.detach().view(raw).numpy().view(numpy_dtype(op.dtype))
+
+    def probe(self, x):
+        dev = x.get_device()  # -1 on the CPU
+        if dev < 0 or x.is_conj() or x.is_neg():
+            return None
+        return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
+
+    def stream_getter(self, device_id: int):
+        torch = self._torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
+        if raw is not None:
+            return functools.partial(raw, device_id)
+        return lambda: torch.cuda.current_stream(device_id).cuda_stream
+
+    def current_stream(self, device_id: int) -> Stream:
+        s = self._torch().cuda.current_stream(device_id)
+        return Stream(s.cuda_stream, s)
+
+    def stream_of(self, obj) -> Stream | None:
+        if hasattr(obj, "cuda_stream"):
+            return Stream(obj.cuda_stream, obj)
+        return None
+
+    def stream_context(self, stream: int, device_id: int):
+        torch = self._torch()
+        if torch.cuda.current_stream(device_id).cuda_stream == stream:
+            return None
+        s = (torch.cuda.default_stream(device_id) if stream == 0 else
+             torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
+        return torch.cuda.stream(s)
+
+    def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
+        torch = self._torch()
+        t = self.on_stream(stream, device_id, torch.empty, nbytes, dtype=torch.uint8,
+                           device=torch.device("cuda", device_id))
+        ptr = MemoryPointer(t.data_ptr(), nbytes)
+        ptr._owner = t  # freed when the pointer (and the tensor) are dropped
+        return ptr
+
+    def _dtype(self, dtype: str):
+        try:
+            return getattr(self._torch(), dtype)
+        except AttributeError as e:
+            raise InvalidOperandError(f"dtype must be supported by torch, got {dtype!r}") from e
+
+    def empty(self, shape, dtype, perm, *, device_id, stream=0, allocator=None) -> Operand:
+        torch = self._torch()
+        alloc_shape = tuple(shape[p] for p in perm)
+        inv = inverse_perm(perm)
+        if device_id is None:
+            x = torch.empty(alloc_shape, dtype=self._dtype(dtype))
+        else:  # from torch's pool, ordered on ``stream``
+            x = self.on_stream(stream, device_id, torch.empty, alloc_shape,
+                               dtype=self._dtype(dtype),
+                               device=torch.device(self.device_type, device_id))
+        return self.wrap(x.permute(inv), "result")
+
+    def result_allocator(self, shape, dtype, perm, device_id):
+        generic = super().result_allocator(shape, dtype, perm, device_id)
+        torch = self._torch()
+        tdtype = getattr(torch, dtype, None)
+        if tdtype is None:
+            return generic  # raises the typed error on use
+        shape, perm = _shape_perm(shape, perm)
+        kw = {"dtype": tdtype, "device": torch.device(self.device_type, device_id)}
+        if perm == tuple(range(len(shape))):
+            # empty_like of a one-element tensor expanded to the shape (not dense, so the new
+            # tensor is C-contiguous) parses one argument: ~0.5 µs cheaper than torch.empty
+            new = functools.partial(torch.empty_like, torch.empty((), **kw).expand(shape))
+            if new().stride() != c_strides(shape):  # pragma: no cover - another torch's rule
+                new = functools.partial(torch.empty, *shape, **kw)
+        else:  # one call instead of empty + permute
+            new = functools.partial(torch.empty_strided, shape, _perm_strides(shape, perm),
+                                    **kw)
+
+        def alloc(stream, foreign=False):
+            if foreign:
+                return generic(stream)
+            x = new()
+            return x, x.data_ptr()
+
+        return alloc
+
+    def permute(self, obj, axes):
+        return obj.permute(axes)
+
+    def from_numpy(self, arr):
+        return self._torch().from_numpy(arr)
+
+    def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
+        torch = self._torch()
+        with torch.cuda.stream(torch.cuda.ExternalStream(
+                stream, device=torch.device("cuda", device_id))):
+            dst.copy_(src.expand(shape))
+
+    def scale_(self, obj, scale, stream, device_id) -> None:
+        if not obj.is_cuda:
+            obj *= scale
+            return
+        torch = self._torch()
+        with torch.cuda.stream(torch.cuda.ExternalStream(
+                stream, device=torch.device("cuda", device_id))):
+            obj.mul_(scale)
+
+
+class CupyAdapter(Adapter):
+    name = "cupy"
+    owns_stream = True
+    #: dtypes CuPy arrays hold (others come back as DeviceArray)
+    DTYPES = frozenset(NUMPY_NATIVE) - {"bool"}
+
+    @staticmethod
+    def _cupy():
+        return sys.modules["cupy"]
+
+    def wrap(self, x, name: str) -> Operand:
+        return new_operand(x, "cupy", x.data.ptr, x.shape,
+                           bytes_to_elems(x.strides, x.itemsize, name), dtype_name(x.dtype),
+                           "cuda", x.device.id)
+
+    def probe(self, x):
+        return ("cupy", x.dtype, x.shape, x.strides, x.device.id), x.data.ptr
+
+    def stream_getter(self, device_id: int):
+        cupy = self._cupy()
+        get, dev = cupy.cuda.get_current_stream, cupy.cuda.Device(device_id)
+
+        def current():
+            with dev:
+                return get().ptr
+
+        return current
+
+    def current_stream(self, device_id: int) -> Stream:
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id):
+            s = cupy.cuda.get_current_stream()
+        return Stream(s.ptr, s)
+
+    def stream_of(self, obj) -> Stream | None:
+        if hasattr(obj, "ptr"):
+            return Stream(obj.ptr, obj)
+        return None
+
+    def stream_context(self, stream: int, device_id: int):
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id):
+            if cupy.cuda.get_current_stream().ptr == stream:
+                return None
+        return cupy.cuda.ExternalStream(stream, device_id) if stream else cupy.cuda.Stream.null
+
+    def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id):
+            mem = self.on_stream(stream, device_id, cupy.cuda.alloc, nbytes)
+        ptr = MemoryPointer(mem.ptr, nbytes)
+        ptr._owner = mem
+        return ptr
+
+    def empty(self, shape, dtype, perm, *, device_id, stream=0, allocator=None) -> Operand:
+        if device_id is None or dtype not in self.DTYPES:
+            return super().empty(shape, dtype, perm, device_id=device_id, stream=stream,
+                                 allocator=allocator)
+        cupy = self._cupy()
+        alloc_shape = tuple(shape[p] for p in perm)
+        with cupy.cuda.Device(device_id):
+            x = self.on_stream(stream, device_id, cupy.empty, alloc_shape,
+                               dtype=numpy_dtype(dtype)).transpose(inverse_perm(perm))
+        return self.wrap(x, "result")
+
+    def result_allocator(self, shape, dtype, perm, device_id):
+        generic = super().result_allocator(shape, dtype, perm, device_id)
+        if dtype not in self.DTYPES:
+            return generic
+        cupy = self._cupy()
+        dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty
+        shape, perm = _shape_perm(shape, perm)
+        alloc_shape = tuple(shape[p] for p in perm)
+        inv = inverse_perm(perm)
+        same = inv == tuple(range(len(inv)))
+
+        def alloc(stream, foreign=False):
+            if foreign:
+                return generic(stream)
+            with dev:
+                x = new(alloc_shape, np_dtype)
+            return (x if same else x.transpose(inv)), x.data.ptr
+
+        return alloc
+
+    def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
+            dst[...] = cupy.broadcast_to(src, shape)
+
+    def scale_(self, obj, scale, stream, device_id) -> None:
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
+            obj *= scale
+
+
+NUMPY, TORCH, CUPY, GENERIC = NumpyAdapter(), TorchAdapter(), CupyAdapter(), Adapter()
+#: package name (``Operand.package``) -> adapter; ``None`` (no package) is the generic one
+ADAPTERS = {"numpy": NUMPY, "torch": TORCH, "cupy": CUPY, "cai": GENERIC, "dlpack": GENERIC,
+            "cuweave": GENERIC, None: GENERIC}
+
+
+def adapter(package: str | None) -> Adapter:
+    """The adapter of ``Operand.package`` ``package``."""
+    return ADAPTERS.get(package, GENERIC)
+
+
+def adapter_of(x) -> Adapter:
+    """The adapter that wraps ``x`` (by ``type(x).__module__``; never imports a package)."""
+    cls = type(x)
+    if cls is np.ndarray:
+        return NUMPY
+    mod = cls.__module__
+    if (mod == "torch" or mod.startswith("torch.")) and hasattr(x, "data_ptr"):
+        return TORCH
+    if isinstance(x, np.ndarray):
+        return NUMPY
+    if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
+        return CUPY
+    return GENERIC
+
+
+def wrap_operand(x, name: str = "operand") -> Operand:
+    """Describe ``x`` as an :class:`Operand`; ``name`` is used in error messages.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> wrap_operand(np.zeros((2, 3), dtype=np.float32).T, "a")
+    Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
+    """
+    if type(x) is np.ndarray:
+        return _wrap_numpy(x, name)
+    return adapter_of(x).wrap(x, name)
+
+
+def probe(x):
+    """``(metadata, pointer)`` of a torch/CuPy device array (see :meth:`Adapter.probe`)."""
+    mod = type(x).__module__
+    if mod == "torch" or mod.startswith("torch."):
+        return TORCH.probe(x) if hasattr(x, "data_ptr") else None
+    if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None:
+        return CUPY.probe(x)
+    return None
+
+
+def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream: int = 0,
+          allocator=None) -> Operand:
+    """A new uninitialized array in ``ref``'s package and memory space.
+
+    ``perm`` orders the axes from outermost to innermost in memory (default C order): the array
+    is dense and element ``idx`` lives at ``sum(idx[p] * stride[p])`` with strides growing from
+    ``perm[-1]`` to ``perm[0]``. E.g. ``perm=(0, 2, 1)`` makes a batch of column-major matrices.
+    """
+    shape = tuple(int(s) for s in shape)
+    perm = tuple(range(len(shape))) if perm is None else tuple(perm)
+    if ref.device == "cpu":
+        return adapter(ref.package).empty(shape, dtype, perm, device_id=None)
+    dev = ref.device_id if device_id is None else device_id
+    return adapter(ref.package).empty(shape, dtype, perm, device_id=dev, stream=stream,
+                                      allocator=allocator)
+
+
+def allocate(nbytes: int, *, package: str | None, device_id: int, stream: int,
+             allocator=None) -> MemoryPointer:
+    """Allocate ``nbytes`` of device memory ordered on ``stream``: ``allocator`` (the
+    options' own), else the pool of ``package`` (when the user has imported it), else the
+    device's cuda.core memory resource."""
+    nbytes = max(int(nbytes), 1)
+    if allocator is not None:
+        if hasattr(allocator, "memalloc_async"):
+            return allocator.memalloc_async(nbytes, stream)
+        if hasattr(allocator, "memalloc"):
+            return allocator.memalloc(nbytes)
+        raise InvalidOptionError(
+            "allocator must implement memalloc(size) or memalloc_async(size, stream), "
+            f"got {allocator!r}"
+        )
+    ad = adapter(package)
+    if ad.name not in sys.modules:
+        ad = GENERIC
+    return ad.allocate_bytes(nbytes, device_id, stream)
+
+
+def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) -> Stream:
+    """Turn ``stream`` into a :class:`Stream`.
+
+    Accepted: ``None`` (the current stream of ``package``: torch/CuPy; else the legacy default
+    stream), an ``int`` handle, any object with ``__cuda_stream__`` (cuda.core streams and
+    others), ``torch.cuda.Stream`` and ``cupy.cuda.Stream``. The user's object is kept alive
+    in ``.obj``.
+    """
+    if stream is None:
+        return adapter(package).current_stream(device_id)
+    if isinstance(stream, Stream):
+        return stream
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        if stream < 0:
+            raise InvalidOptionError(f"stream must be a non-negative handle, got {stream!r}")
+        return Stream(stream, None)
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        value = proto() if callable(proto) else proto
+        handle = value[1] if isinstance(value, tuple) else value
+        return Stream(int(handle), stream)
+    mod = type(stream).__module__.split(".", 1)[0]
+    found = ADAPTERS[mod].stream_of(stream) if mod in ("torch", "cupy") else None
+    if found is not None:
+        return found
+    raise InvalidOptionError(
+        "stream must be None, an int handle, an object with __cuda_stream__, a torch.cuda.Stream"
+        f" or a cupy.cuda.Stream, got {stream!r}"
+    )
+
+
+# ---- wrapping helpers ------------------------------------------------------------------------
+def _wrap_numpy(x, name):
+    itemsize = x.itemsize
+    strides = x.strides
+    if any(s % itemsize for s in strides):
+        bytes_to_elems(strides, itemsize, name)  # raises
+    return new_operand(x, "numpy", numpy_pointer(x), x.shape,
+                       tuple(s // itemsize for s in strides), dtype_name(x.dtype), "cpu", None)
+
+
+def _pointer_device(ptr: int) -> int:
+    from . import cuda
+
+    drv = cuda.driver()
+    attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return int(cuda.check(drv.cuPointerGetAttribute(attr, ptr), "cuPointerGetAttribute"))
+
+
+def _wrap_cai(x, cai, name):
+    shape = tuple(cai["shape"])
+    try:
+        np_dtype = np.dtype(cai["typestr"])
+    except TypeError as e:
+        raise InvalidOperandError(f"{name} typestr must be a NumPy type string, got "
+                                  f"{cai['typestr']!r}") from e
+    dtype = canonical_name(np_dtype)
+    ptr = cai["data"][0] or 0
+    if cai.get("strides") is None:
+        strides = c_strides(shape)
+    else:
+        strides = bytes_to_elems(cai["strides"], np_dtype.itemsize, name)
+    device_id = _pointer_device(ptr) if ptr else 0
+    return Operand(x, "cai", ptr, shape, strides, dtype, "cuda", device_id)
+
+
+def _wrap_dlpack(x, name):
+    try:
+        dev_type, dev_id = x.__dlpack_device__()
+    except Exception as e:
+        raise InvalidOperandError(f"{name} must implement __dlpack_device__, got {e}") from e
+    if dev_type == _dl.KDL_CPU:
+        arr = np.from_dlpack(x)
+        op = _wrap_numpy(arr, name)
+        op.obj, op.package, op.keepalive = x, "dlpack", arr
+        return op
+    if dev_type not in (_dl.KDL_CUDA, _dl.KDL_CUDA_MANAGED):
+        raise InvalidOperandError(f"{name} must live on the CPU or a CUDA device, got DLPack "
+                                  f"device type {dev_type}")
+    v = _dl.import_dlpack(x, name)
+    return Operand(x, "dlpack", v.ptr, v.shape, v.strides, v.dtype, "cuda", int(dev_id),
+                   keepalive=v.capsule)
+
+
+# ---- allocation helpers ----------------------------------------------------------------------
+def _shape_perm(shape, perm) -> tuple:
+    shape = tuple(shape)
+    return shape, (tuple(range(len(shape))) if perm is None else tuple(perm))
+
+
+def _perm_strides(shape, perm) -> tuple:
+    """Element strides of a dense array of ``shape`` whose axes lie in ``perm`` order."""
+    strides = [0] * len(shape)
+    for axis, stride in zip(perm, c_strides(tuple(shape[p] for p in perm))):
+        strides[axis] = stride
+    return tuple(strides)
+
+
+def _numpy_empty(shape, dtype, perm) -> Operand:
+    x = np.empty(tuple(shape[p] for p in perm), dtype=numpy_dtype(dtype))
+    return _wrap_numpy(x.transpose(inverse_perm(perm)), "result")
+
+
+def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
+    from cuda.core import Stream as CoreStream
+
+    from . import cuda
+
+    dev = cuda.core_device(device_id)
+    s = CoreStream.from_handle(stream) if stream else dev.default_stream
+    buf = dev.allocate(nbytes, stream=s)
+
+    def fin(buf=buf, s=s):
+        buf.close(s)
+
+    return MemoryPointer(int(buf.handle), nbytes, fin)
+
