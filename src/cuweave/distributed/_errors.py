@@ -1,0 +1,33 @@
+"""Errors of :mod:`cuweave.distributed` (all derive from :class:`cuweave.CuweaveError`)."""
+
+from __future__ import annotations
+
+from .._internal.errors import CuweaveError, InvalidOperandError, InvalidOptionError
+
+__all__ = ["UnsupportedMemorySpaceError", "BindDistributionError", "ConvertDistributionError",
+           "CollectiveError", "InvalidOperandError", "InvalidOptionError"]
+
+
+class UnsupportedMemorySpaceError(CuweaveError, NotImplementedError):
+    """The operands live in a memory space no distributed backend serves yet (GPU operands:
+    the cuFFTMp/cuBLASMp/NCCL backend is not built yet; only host arrays run today)."""
+
+
+class BindDistributionError(CuweaveError, ValueError):
+    """A local shape does not fit the distribution (nvmath-python's ``BindDistributionError``)."""
+
+
+class ConvertDistributionError(CuweaveError, ValueError):
+    """A distribution cannot be converted to the requested distribution type."""
+
+
+class CollectiveError(CuweaveError, ValueError):
+    """Another process found a bad input; raised on every process so that none deadlocks.
+
+    ``rank`` is the first process that failed and ``error_type`` its error's class name.
+    """
+
+    def __init__(self, message: str, rank: int = -1, error_type: str = ""):
+        super().__init__(message)
+        self.rank = rank
+        self.error_type = error_type

@@ -1,0 +1,254 @@
+"""The distributed runtime: MPI processes (mpi4py), the context, collective validation.
+
+MPI is imported only when :func:`initialize` is called: ``import cuweave.distributed`` works
+without mpi4py. The communicator is used for setup, for the agreement on every operation's
+inputs (so that a bad input raises on every process instead of deadlocking) and, on CPU ranks,
+for the data exchanges themselves.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._internal.errors import (
+    CuweaveError,
+    InvalidOperandError,
+    InvalidOptionError,
+    InvalidStateError,
+    LibraryNotFoundError,
+)
+from .._internal.logging import get_logger
+from ._errors import CollectiveError
+
+__all__ = ["DistributedContext", "ProcessGroup", "MPIProcessGroup", "initialize", "finalize",
+           "get_context", "require_context", "agree"]
+
+_log = get_logger("distributed")
+_lock = threading.Lock()
+_ctx: DistributedContext | None = None
+_atexit_registered = False
+VALID_BACKENDS = ("nvshmem", "nccl")
+
+
+class ProcessGroup:
+    """The processes taking part in distributed operations (nvmath-python's ``ProcessGroup``).
+
+    Subclasses provide ``rank``, ``nranks`` and the collectives cuweave uses:
+    ``allgather_object``, ``broadcast_object`` and ``alltoallv_bytes``.
+    """
+
+    rank: int
+    nranks: int
+
+    def allgather_object(self, obj) -> list:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def broadcast_object(self, obj, root: int = 0):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def alltoallv_bytes(self, send, send_counts, recv, recv_counts):  # pragma: no cover
+        raise NotImplementedError
+
+
+class MPIProcessGroup(ProcessGroup):
+    """A :class:`ProcessGroup` over an mpi4py communicator.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI  # doctest: +SKIP
+    >>> group = MPIProcessGroup(MPI.COMM_WORLD)  # doctest: +SKIP
+    """
+
+    def __init__(self, communicator):
+        from mpi4py import MPI  # noqa: F401 - imported for its side effect of initializing MPI
+
+        self.communicator = communicator
+        self.rank = communicator.Get_rank()
+        self.nranks = communicator.Get_size()
+
+    def allgather_object(self, obj) -> list:
+        return self.communicator.allgather(obj)
+
+    def broadcast_object(self, obj, root: int = 0):
+        return self.communicator.bcast(obj, root=root)
+
+    def alltoallv_bytes(self, send, send_counts, recv, recv_counts):
+        """Exchange raw bytes: ``send``/``recv`` are contiguous uint8 NumPy arrays."""
+        from mpi4py import MPI
+
+        sdispl = _displacements(send_counts)
+        rdispl = _displacements(recv_counts)
+        self.communicator.Alltoallv([send, (send_counts, sdispl), MPI.BYTE],
+                                    [recv, (recv_counts, rdispl), MPI.BYTE])
+
+
+def _displacements(counts):
+    out, total = [], 0
+    for c in counts:
+        out.append(total)
+        total += c
+    return out
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """The initialized runtime of this process (nvmath-python's ``DistributedContext``).
+
+    Attributes
+    ----------
+    device_id : int or None
+        The CUDA device of this process; ``None`` on a CPU-only rank (EXT).
+    process_group : ProcessGroup
+        The participating processes.
+    communicator : mpi4py.MPI.Comm
+        Their MPI communicator.
+    nvshmem_available, nccl_comm
+        As nvmath-python; the GPU backends are not started by this build (``False``/``None``).
+    backends : tuple of str
+        The backends asked for at :func:`initialize`.
+    """
+
+    device_id: int | None
+    process_group: ProcessGroup
+    communicator: Any
+    nvshmem_available: bool
+    nccl_comm: Any | None
+    backends: tuple[str, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return self.process_group.rank
+
+    @property
+    def nranks(self) -> int:
+        return self.process_group.nranks
+
+
+def _check_backends(backends) -> tuple[str, ...]:
+    if backends is None:
+        return ()
+    if isinstance(backends, str) or not isinstance(backends, Sequence):
+        raise InvalidOptionError(
+            f"backends must be a sequence of names among {VALID_BACKENDS} or None, "
+            f"got {backends!r}")
+    for b in backends:
+        if b not in VALID_BACKENDS:
+            raise InvalidOptionError(f"backends must hold names among {VALID_BACKENDS}, got {b!r}")
+    return tuple(backends)
+
+
+def _as_process_group(communicator) -> ProcessGroup:
+    if isinstance(communicator, ProcessGroup):
+        return communicator
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise LibraryNotFoundError("mpi4py", "distributed", str(exc)) from None
+    if communicator is None:
+        communicator = MPI.COMM_WORLD
+    if not isinstance(communicator, MPI.Comm):
+        raise InvalidOperandError(
+            "communicator must be an mpi4py.MPI.Comm, a cuweave.distributed.ProcessGroup or "
+            f"None, got {communicator!r}")
+    return MPIProcessGroup(communicator)
+
+
+def initialize(device_id, communicator=None, backends=None) -> None:
+    """Start the distributed runtime on this process (collective: every process calls it).
+
+    Parameters
+    ----------
+    device_id : int or None
+        The CUDA device of this process. EXT: ``None`` declares a CPU-only rank (host operands
+        only); an int is recorded and no CUDA call is made until a GPU operand is used.
+    communicator : mpi4py.MPI.Comm or ProcessGroup, optional
+        The participating processes (default ``MPI.COMM_WORLD``).
+    backends : sequence of {'nvshmem', 'nccl'}, optional
+        GPU communication backends (recorded; host operands need none).
+
+    Raises
+    ------
+    InvalidStateError
+        When the runtime is already initialized (call :func:`finalize` first).
+
+    Examples
+    --------
+    >>> import cuweave.distributed as dist  # doctest: +SKIP
+    >>> from mpi4py import MPI  # doctest: +SKIP
+    >>> dist.initialize(None, MPI.COMM_WORLD)  # doctest: +SKIP
+    >>> dist.get_context().nranks  # doctest: +SKIP
+    4
+    """
+    global _ctx, _atexit_registered
+    if device_id is not None and (not isinstance(device_id, int) or isinstance(device_id, bool)
+                                  or device_id < 0):
+        raise InvalidOptionError(f"device_id must be a non-negative int or None, got {device_id!r}")
+    backends = _check_backends(backends)
+    group = _as_process_group(communicator)
+    with _lock:
+        if _ctx is not None:
+            raise InvalidStateError("cuweave.distributed is already initialized; call "
+                                    "cuweave.distributed.finalize() first")
+        if not _atexit_registered:
+            atexit.register(finalize)
+            _atexit_registered = True
+        _ctx = DistributedContext(device_id=device_id, process_group=group,
+                                  communicator=getattr(group, "communicator", None),
+                                  nvshmem_available=False, nccl_comm=None, backends=backends)
+    _log.info("initialized: rank %d of %d, device %s, backends %s", group.rank, group.nranks,
+              device_id, backends)
+
+
+def finalize() -> None:
+    """Stop the distributed runtime (called at exit when still initialized)."""
+    global _ctx
+    with _lock:
+        _ctx = None
+
+
+def get_context() -> DistributedContext | None:
+    """The runtime's :class:`DistributedContext`, or ``None`` when not initialized."""
+    return _ctx
+
+
+def require_context() -> DistributedContext:
+    ctx = _ctx
+    if ctx is None:
+        raise InvalidStateError("cuweave.distributed is not initialized: call "
+                                "cuweave.distributed.initialize(device_id, communicator) first")
+    return ctx
+
+
+def agree(group: ProcessGroup, fn, *args):
+    """Run ``fn(*args)`` on every process and gather its results, or raise everywhere.
+
+    When ``fn`` raises a cuweave error (or ``ValueError``/``TypeError``) on any process, every
+    process raises: the failing one its own error, the others an error of the same class whose
+    message names the failing process. Returns the list of every process's result.
+    """
+    try:
+        mine, err = fn(*args), None
+    except (CuweaveError, ValueError, TypeError, NotImplementedError) as exc:
+        mine, err = None, exc
+    packed = None if err is None else (type(err), str(err))
+    gathered = group.allgather_object((mine, packed))
+    if err is not None:
+        raise err
+    for rank, (_, failure) in enumerate(gathered):
+        if failure is not None:
+            cls, msg = failure
+            text = f"process {rank} rejected the inputs: {msg}"
+            error = None
+            if isinstance(cls, type) and issubclass(cls, CuweaveError):
+                try:
+                    error = cls(text)
+                except TypeError:
+                    error = None
+            if error is None:
+                error = CollectiveError(text, rank, getattr(cls, "__name__", str(cls)))
+            raise error
+    return [value for value, _ in gathered]
