@@ -306,3 +306,13 @@ def test_gpu_execution_of_host_arrays(case):
     y = getattr(cfft, name)(h, execution="cuda", **kw)
     assert isinstance(y, np.ndarray)
     _check(y, name, h, **kw)
+
+
+@pytest.mark.parametrize("name", ["cuweave.fft._numpy_api", "cuweave.fft.scipy_backend"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(name),
+                          optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
