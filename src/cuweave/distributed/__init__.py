@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._errors import CollectiveError, UnsupportedMemorySpaceError
+from ._errors import CollectiveError, NotSupportedError, UnsupportedMemorySpaceError
 from ._runtime import (
     DistributedContext,
     MPIProcessGroup,
@@ -46,6 +46,7 @@ __all__ = [
     "free_symmetric_memory",
     "UnsupportedMemorySpaceError",
     "CollectiveError",
+    "NotSupportedError",
     "distribution",
     "fft",
     "reshape",

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._internal.errors import InvalidOperandError
 from ._errors import UnsupportedMemorySpaceError
-from .distribution._distributions import Layout
+
+if TYPE_CHECKING:
+    from ._distributions import Layout
 
 __all__ = ["memory_space", "backend_for", "HostBackend", "ExchangePlan"]
 

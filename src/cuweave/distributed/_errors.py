@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from .._internal.errors import CuweaveError, InvalidOperandError, InvalidOptionError
 
-__all__ = ["UnsupportedMemorySpaceError", "BindDistributionError", "ConvertDistributionError",
-           "CollectiveError", "InvalidOperandError", "InvalidOptionError"]
+__all__ = ["UnsupportedMemorySpaceError", "NotSupportedError", "BindDistributionError",
+           "ConvertDistributionError", "CollectiveError", "InvalidOperandError",
+           "InvalidOptionError"]
 
 
 class UnsupportedMemorySpaceError(CuweaveError, NotImplementedError):
     """The operands live in a memory space no distributed backend serves yet (GPU operands:
     the cuFFTMp/cuBLASMp/NCCL backend is not built yet; only host arrays run today)."""
+
+
+class NotSupportedError(CuweaveError, NotImplementedError):
+    """A valid request this build does not serve yet (the message says what instead)."""
 
 
 class BindDistributionError(CuweaveError, ValueError):

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError
 from ._backend import backend_for
+from ._distributions import Box, Distribution, Layout
 from ._errors import BindDistributionError
-from .distribution._distributions import Box, Distribution, Layout
 
 __all__ = ["coerce_distribution", "LocalOperand", "local_operand", "check_same", "resolve_layout",
            "coerce_options"]

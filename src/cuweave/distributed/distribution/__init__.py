@@ -5,8 +5,8 @@ tiling), ``BlockCyclic`` / ``BlockNonCyclic`` over a ``ProcessGrid`` (PBLAS), an
 :func:`redistribute` / :class:`Redistribute` to move data from one to another.
 """
 
+from .._distributions import BlockCyclic, BlockNonCyclic, Box, Distribution, ProcessGrid, Slab
 from .._errors import BindDistributionError, ConvertDistributionError
-from ._distributions import BlockCyclic, BlockNonCyclic, Box, Distribution, ProcessGrid, Slab
 from ._redistribute import Redistribute, RedistributeOptions, redistribute
 
 __all__ = [

@@ -9,9 +9,9 @@ from typing import Literal
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
 from .._backend import ExchangePlan
+from .._distributions import Box
 from .._runtime import agree, require_context
 from .._spec import check_same, coerce_distribution, coerce_options, local_operand, resolve_layout
-from ._distributions import Box
 
 __all__ = ["RedistributeOptions", "Redistribute", "redistribute"]
 

@@ -25,9 +25,9 @@ import numpy as np
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
 from .._backend import ExchangePlan, backend_for
+from .._distributions import Box, Distribution, Layout, Slab
 from .._runtime import agree, require_context
 from .._spec import check_same, coerce_options, local_operand, resolve_layout
-from ..distribution._distributions import Box, Distribution, Layout, Slab
 
 __all__ = ["FFTDirection", "FFTOptions", "FFT", "fft", "ifft", "rfft", "irfft",
            "allocate_operand"]

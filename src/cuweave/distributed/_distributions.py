@@ -16,9 +16,9 @@ from enum import IntEnum
 
 import numpy as np
 
-from ..._internal.errors import InvalidOptionError
-from .._errors import BindDistributionError, ConvertDistributionError
-from .._runtime import require_context
+from .._internal.errors import InvalidOptionError
+from ._errors import BindDistributionError, ConvertDistributionError
+from ._runtime import require_context
 
 __all__ = ["ProcessGrid", "Distribution", "Slab", "Box", "BlockCyclic", "BlockNonCyclic",
            "Layout"]

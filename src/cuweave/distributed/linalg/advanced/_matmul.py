@@ -1,0 +1,339 @@
+"""Distributed matrix products (nvmath-python's ``nvmath.distributed.linalg.advanced``).
+
+``D = F(alpha * op(A) @ op(B) + beta * C)`` where every matrix is distributed across processes
+(``Slab``, ``BlockCyclic``/``BlockNonCyclic`` over a ``ProcessGrid``, or boxes) and ``op`` is
+the transpose (conjugate transpose) the qualifiers ask for. On CPU ranks each process gathers
+the rows of ``op(A)`` and the columns of ``op(B)`` its block of ``D`` needs (one all-to-all per
+operand, planned from the distributions) and runs the CPU GEMM engine with the epilog on its
+block; epilogs that act elementwise on ``D`` (bias along its rows, ReLU/GELU, their aux
+outputs and gradients) are supported; bias-gradient epilogs, which reduce across processes,
+are not yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import numpy as np
+
+from ...._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
+from ...._internal.logging import get_logger
+from ..._backend import ExchangePlan
+from ..._distributions import Layout
+from ..._errors import NotSupportedError
+from ..._runtime import agree, require_context
+from ..._spec import (
+    check_same,
+    coerce_distribution,
+    coerce_options,
+    local_operand,
+    resolve_layout,
+)
+
+__all__ = ["MatmulOptions", "Matmul", "matmul", "matrix_qualifiers_dtype"]
+
+_log = get_logger("distributed.matmul")
+
+matrix_qualifiers_dtype = np.dtype([("structure", object), ("is_transpose", "<i1"),
+                                    ("is_conjugate", "<i1")])
+_DTYPES = ("float16", "float32", "float64", "complex64", "complex128")
+_LOCAL_EPILOGS = ("DEFAULT", "RELU", "RELU_AUX", "BIAS", "RELU_BIAS", "RELU_AUX_BIAS", "DRELU",
+                  "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS", "DGELU")
+
+
+@dataclasses.dataclass
+class MatmulOptions:
+    """Options of the distributed :class:`Matmul` and :func:`matmul`.
+
+    Attributes
+    ----------
+    inplace : bool or None
+        Write the result into ``c`` (default: ``True`` when ``c`` is given).
+    compute_type, scale_type : optional
+        Passed to the local GEMM engine.
+    result_type, algo_type, sm_count_communication : optional
+        Accepted for compatibility (GPU-only meaning).
+    logger : logging.Logger or None
+    blocking : {True, 'auto'}
+        Host operands always block.
+    """
+
+    inplace: bool | None = None
+    compute_type: Any = None
+    scale_type: Any = None
+    result_type: Any = None
+    algo_type: Any = None
+    result_amax: bool = False
+    block_scaling: bool = False
+    sm_count_communication: int = 0
+    logger: object = None
+    blocking: Literal[True, "auto"] = "auto"
+
+    def __post_init__(self):
+        if self.inplace is not None and not isinstance(self.inplace, bool):
+            raise InvalidOptionError(f"inplace must be a bool or None, got {self.inplace!r}")
+        if self.blocking not in (True, "auto"):
+            raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
+        if self.result_amax or self.block_scaling:
+            raise InvalidOptionError("result_amax and block_scaling must be False (narrow "
+                                     "precision is GPU-only), got True")
+
+    def _key(self):
+        return (self.inplace, repr(self.compute_type), repr(self.scale_type))
+
+
+def _qualifiers(value, count: int):
+    """``[(is_transpose, is_conjugate)] * count`` from a qualifiers array (or None)."""
+    if value is None:
+        return [(False, False)] * count
+    q = np.asarray(value)
+    if q.dtype.names is None or "is_transpose" not in q.dtype.names or q.ndim != 1 \
+            or len(q) not in (2, 3):
+        raise InvalidOptionError(
+            "qualifiers must be a 1-D array of 2 or 3 elements of matrix_qualifiers_dtype, got "
+            f"{value!r}")
+    out = []
+    for i in range(count):
+        if i >= len(q):
+            out.append((False, False))
+            continue
+        t, c = bool(q[i]["is_transpose"]), bool(q[i]["is_conjugate"])
+        if c and not t:
+            raise InvalidOptionError(
+                f"qualifiers[{i}]['is_conjugate'] needs qualifiers[{i}]['is_transpose'] "
+                "(a conjugate transpose), got is_conjugate without is_transpose")
+        out.append((t, c))
+    if len(q) == 3 and bool(q[2]["is_transpose"]):
+        raise InvalidOptionError("qualifiers[2] (c) must not be transposed, got is_transpose")
+    return out
+
+
+def _epilog_name(epilog) -> str:
+    if epilog is None:
+        return "DEFAULT"
+    from ....linalg.advanced import MatmulEpilog
+
+    try:
+        if isinstance(epilog, str):
+            return MatmulEpilog[epilog.strip().upper()].name
+        return MatmulEpilog(int(epilog)).name
+    except (KeyError, ValueError, TypeError):
+        raise InvalidOptionError(
+            f"epilog must be a MatmulEpilog, its name or None, got {epilog!r}") from None
+
+
+class Matmul:
+    """A planned distributed matrix product (collective: every process makes the same calls).
+
+    Parameters
+    ----------
+    a, b : array
+        This process's blocks of ``A`` and ``B`` (host: NumPy or CPU torch).
+    c : array, optional
+        This process's block of ``C`` (distributed like the result).
+    distributions : sequence of 3 Distribution
+        Of ``a``, ``b`` (as passed, before the qualifiers' transposes) and the result/``c``.
+    alpha, beta : float, optional
+    qualifiers : numpy array of ``matrix_qualifiers_dtype``, optional
+        ``is_transpose`` / ``is_conjugate`` of ``a`` and ``b``.
+    options : MatmulOptions or dict, optional
+    stream : optional
+        Accepted for compatibility.
+
+    Examples
+    --------
+    >>> # mpiexec -n 4: A split on rows, B on columns, D on rows  # doctest: +SKIP
+    >>> with Matmul(a, b, distributions=[Slab.X, Slab.Y, Slab.X]) as mm:  # doctest: +SKIP
+    ...     mm.plan()
+    ...     d = mm.execute()
+    """
+
+    def __init__(self, a, b, /, c=None, *, distributions, alpha=None, beta=None,
+                 qualifiers=None, quantization_scales=None, options=None, stream=None):
+        self._group = require_context().process_group
+        self.options = coerce_options(options, MatmulOptions)
+        self._log = self.options.logger or _log
+        self._freed, self._plans, self._epilog = False, None, None
+        if quantization_scales is not None:
+            raise InvalidOptionError("quantization_scales must be None (narrow precision is "
+                                     f"GPU-only), got {quantization_scales!r}")
+        gathered = agree(self._group, self._describe, a, b, c, distributions, alpha, beta,
+                         qualifiers)
+        agree(self._group, self._resolve, gathered)
+
+    def _describe(self, a, b, c, distributions, alpha, beta, qualifiers):
+        what = "distributed matmul"
+        ops = [local_operand(a, "a", what), local_operand(b, "b", what),
+               None if c is None else local_operand(c, "c", what)]
+        if not isinstance(distributions, (list, tuple)) or len(distributions) != 3:
+            raise InvalidOptionError(
+                f"distributions must be a sequence of 3 distributions (a, b, result), got "
+                f"{distributions!r}")
+        dists = [coerce_distribution(d, f"distributions[{i}]")
+                 for i, d in enumerate(distributions)]
+        for name, op in zip("abc", ops):
+            if op is not None and (len(op.shape) != 2 or np.dtype(op.dtype).name not in _DTYPES):
+                raise InvalidOperandError(
+                    f"{name} must be a 2-D array of {', '.join(_DTYPES)}, got shape {op.shape} "
+                    f"{np.dtype(op.dtype).name}")
+        if ops[0].dtype != ops[1].dtype:
+            raise InvalidOperandError(f"b must have a's dtype {np.dtype(ops[0].dtype).name}, "
+                                      f"got {np.dtype(ops[1].dtype).name}")
+        if ops[2] is not None and beta is None:
+            raise InvalidOptionError("beta must be given with c, got None")
+        for name, v in (("alpha", alpha), ("beta", beta)):
+            if v is not None and not isinstance(v, (int, float, complex, np.number)):
+                raise InvalidOptionError(f"{name} must be a number or None, got {v!r}")
+        quals = _qualifiers(qualifiers, 2)
+        self._ops, self._alpha, self._beta, self._quals = ops, alpha, beta, quals
+        return ([None if o is None else o.describe() for o in ops], dists, quals,
+                self.options._key(), alpha, beta)
+
+    def _resolve(self, gathered):
+        n = self._group.nranks
+        for i, what in ((2, "qualifiers"), (3, "options"), (4, "alpha"), (5, "beta")):
+            check_same(gathered, i, what)
+        descs = [g[0] for g in gathered]
+        if len({d[2] is None for d in descs}) != 1:
+            raise InvalidOperandError("c must be given on every process or on none")
+        for j, name in enumerate("ab"):
+            check_same([d[j] for d in descs], 1, f"{name} dtype")
+        layouts = [resolve_layout(f"distributions[{j}] ({name})", [g[1][j] for g in gathered],
+                                  [d[j][0] for d in descs], n) for j, name in enumerate("ab")]
+        (ta, _), (tb, _) = self._quals
+        ga = layouts[0].global_shape[::-1] if ta else layouts[0].global_shape
+        gb = layouts[1].global_shape[::-1] if tb else layouts[1].global_shape
+        if ga[1] != gb[0] or ga[1] == 0:
+            raise InvalidOperandError(
+                f"op(a) and op(b) must have a common non-zero inner dimension: op(a) is {ga}, "
+                f"op(b) is {gb} (global shapes)")
+        m, k, nn = ga[0], ga[1], gb[1]
+        dists_c = [g[1][2] for g in gathered]
+        c_shapes = None if descs[0][2] is None else [d[2][0] for d in descs]
+        lc = resolve_layout("distributions[2] (result)", dists_c, c_shapes, n,
+                            global_shape=(m, nn))
+        full_k = np.arange(k, dtype=np.int64)
+        need_a = [((s[0], full_k) if not ta else (full_k, s[0])) for s in lc.sets]
+        need_b = [((full_k, s[1]) if not tb else (s[1], full_k)) for s in lc.sets]
+        rank = self._group.rank
+        self._layout_c = lc
+        self._exchanges = tuple(
+            ExchangePlan(src, Layout(src.global_shape, need), rank)
+            for src, need in zip(layouts, (need_a, need_b)))
+        self.mnk = (m, nn, k)
+
+    def _check_live(self):
+        if self._freed:
+            raise InvalidStateError("this Matmul was freed; create a new one")
+
+    def plan(self, *, preferences=None, epilog=None, epilog_inputs=None, stream=None):
+        """Choose the epilog (and its local inputs). Collective."""
+        self._check_live()
+        agree(self._group, self._plan_local, epilog, epilog_inputs)
+        self._log.info("distributed matmul planned: m, n, k = %s, epilog %s", self.mnk,
+                       self._epilog)
+
+    def _plan_local(self, epilog, epilog_inputs):
+        name = _epilog_name(epilog)
+        if name not in _LOCAL_EPILOGS:
+            raise NotSupportedError(
+                f"epilog must be one of {', '.join(_LOCAL_EPILOGS)} on CPU ranks (bias-gradient "
+                f"epilogs reduce across processes and are not built yet), got {name}")
+        if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
+            raise InvalidOptionError(f"epilog_inputs must be a dict or None, got "
+                                     f"{epilog_inputs!r}")
+        inputs = dict(epilog_inputs or {})
+        rows = self._layout_c.local_shape(self._group.rank)[0]
+        bias = inputs.get("bias")
+        if bias is not None:
+            arr = local_operand(bias, "epilog_inputs['bias']", "distributed matmul").array
+            if arr.size != rows:
+                raise InvalidOperandError(
+                    f"epilog_inputs['bias'] must hold this process's {rows} result rows, got "
+                    f"shape {arr.shape}")
+            inputs["bias"] = arr.reshape(rows)
+        self._epilog, self._epilog_inputs = name, inputs or None
+
+    def reset_operands(self, *, a=None, b=None, c=None, alpha=None, beta=None,
+                       quantization_scales=None, epilog_inputs=None, stream=None):
+        """Use new operands of the same local shapes, dtypes and packages. Collective."""
+        self._check_live()
+
+        def check(a, b, c, alpha, beta, epilog_inputs):
+            new = list(self._ops)
+            for j, (name, x) in enumerate((("a", a), ("b", b), ("c", c))):
+                if x is None:
+                    continue
+                op = local_operand(x, name, "distributed matmul")
+                if new[j] is None or op.describe() != new[j].describe():
+                    raise InvalidOperandError(
+                        f"{name} must match the planned operand "
+                        f"{None if new[j] is None else new[j].describe()}, got {op.describe()}")
+                new[j] = op
+            if epilog_inputs is not None:
+                self._plan_local(self._epilog, epilog_inputs)
+            self._ops = new
+            self._alpha = self._alpha if alpha is None else alpha
+            self._beta = self._beta if beta is None else beta
+
+        agree(self._group, check, a, b, c, alpha, beta, epilog_inputs)
+
+    def execute(self, *, release_workspace=False, stream=None):
+        """Compute this process's block of the result (Fortran-ordered, like cuBLASMp's)."""
+        self._check_live()
+        if self._epilog is None:
+            raise InvalidStateError("execute() needs plan() first")
+        a, b, c = self._ops
+        backend = a.backend
+        ablk = backend.exchange(self._group, self._exchanges[0], a.array)
+        bblk = backend.exchange(self._group, self._exchanges[1], b.array)
+        (ta, ca), (tb, cb) = self._quals
+        ablk = (ablk.conj() if ca else ablk).T if ta else ablk
+        bblk = (bblk.conj() if cb else bblk).T if tb else bblk
+        shape = self._layout_c.local_shape(self._group.rank)
+        cblk = None if c is None else c.array
+        if 0 in shape:
+            out, aux = np.zeros(shape, np.result_type(ablk, bblk), order="F"), {}
+        else:
+            res = backend.matmul_local(
+                ablk, bblk, cblk, alpha=self._alpha, beta=self._beta if c is not None else None,
+                epilog=None if self._epilog == "DEFAULT" else self._epilog,
+                epilog_inputs=self._epilog_inputs)
+            out, aux = res if isinstance(res, tuple) else (res, None)
+            out = np.asfortranarray(out)
+        inplace = self.options.inplace if self.options.inplace is not None else c is not None
+        if inplace and c is not None:
+            cblk[...] = out
+            result = c.backend.wrap(cblk, c.package)
+        else:
+            result = a.backend.wrap(out, a.package)
+        return result if aux is None else (result, aux)
+
+    def free(self):
+        """Release everything; the object cannot be used afterwards."""
+        self._exchanges = None
+        self._freed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+
+def matmul(a, b, /, c=None, *, distributions, alpha=None, beta=None, epilog=None,
+           epilog_inputs=None, qualifiers=None, quantization_scales=None, options=None,
+           preferences=None, stream=None):
+    """Distributed ``F(alpha * op(a) @ op(b) + beta * c)``; see :class:`Matmul`. Collective.
+
+    Examples
+    --------
+    >>> d = matmul(a, b, distributions=[Slab.X, Slab.Y, Slab.X])  # doctest: +SKIP
+    """
+    with Matmul(a, b, c, distributions=distributions, alpha=alpha, beta=beta,
+                qualifiers=qualifiers, quantization_scales=quantization_scales,
+                options=options, stream=stream) as mm:
+        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
+                stream=stream)
+        return mm.execute(stream=stream)
