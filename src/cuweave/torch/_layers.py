@@ -214,9 +214,8 @@ class FusedLinear(torch.nn.Module):
         self.in_features, self.out_features = int(in_features), int(out_features)
         kw = {"device": device, "dtype": dtype}
         self.weight = torch.nn.Parameter(torch.empty(self.out_features, self.in_features, **kw))
-        self.bias = torch.nn.Parameter(torch.empty(self.out_features, **kw)) if bias else None
-        if not bias:
-            self.register_parameter("bias", None)
+        self.register_parameter(
+            "bias", torch.nn.Parameter(torch.empty(self.out_features, **kw)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
