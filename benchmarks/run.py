@@ -1,6 +1,7 @@
 """Run cuweave's benchmarks side by side with torch, CuPy and nvmath-python.
 
-    python benchmarks/run.py --engines matmul,fft,device_fft,matmul_cpu [--quick] --out DIR
+    python benchmarks/run.py --engines matmul,fft,fft_scipy,device_fft,matmul_cpu [--quick] \
+        --out DIR
 
 Each engine lives in ``benchmarks/cases_<engine>.py`` with ``run(results, quick)``. Results go
 to ``DIR/<engine>.json|md|png``. Engines whose hardware is missing are skipped with a note.
@@ -20,12 +21,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from harness import Results  # noqa: E402
 
-GPU_ENGINES = ("matmul", "fft", "device_fft")
+GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--engines", default="matmul,fft,device_fft,matmul_cpu")
+    p.add_argument("--engines", default="matmul,fft,fft_scipy,device_fft,matmul_cpu")
     p.add_argument("--quick", action="store_true", help="the quick set (CI-sized)")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)

@@ -316,3 +316,42 @@ def test_docstring_examples(name):
     res = doctest.testmod(importlib.import_module(name),
                           optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
+
+
+# ---- the device path on a stand-in cuFFT (no GPU: shapes, dtypes and calls only) ---------------
+def test_device_path_on_stand_in_cufft():
+    torch = pytest.importorskip("torch")
+    from cuweave.fft import _numpy_api
+
+    from ._cuda_stub import fake_cuda
+
+    with fake_cuda() as fake:
+        x = torch.randn(3, 10, 15, dtype=torch.complex64)  # poses as a CUDA tensor
+
+        def execs():
+            return fake.calls["cufftXtExec"]
+
+        for call, shape, dtype, n_exec in [
+            (lambda: cfft.fft(x, n=20), (3, 10, 20), torch.complex64, 1),
+            (lambda: cfft.irfft(x, n=9), (3, 10, 9), torch.float32, 1),
+            (lambda: cfft.hfft(x, axis=0), (4, 10, 15), torch.float32, 1),
+            (lambda: cfft.ihfft(x.real), (3, 10, 8), torch.complex64, 1),
+            (lambda: cfft.rfftn(x.real, s=(4, 5), axes=(0, 1)), (4, 3, 15), torch.complex64, 1),
+            (lambda: cfft.fft(x.real.to(torch.float64)), (3, 10, 15), torch.complex128, 1),
+            (lambda: cfft.fftn(torch.randn(2, 3, 4, 5, dtype=torch.complex64)), (2, 3, 4, 5),
+             torch.complex64, 2),  # four axes: two cuFFT plans (3 + 1 axes)
+            (lambda: cfft.irfftn(torch.randn(2, 3, 4, 5, dtype=torch.complex64)), (2, 3, 4, 8),
+             torch.float32, 2),
+        ]:
+            before = execs()
+            y = call()
+            assert (tuple(y.shape), y.dtype) == (shape, dtype)
+            assert execs() - before == n_exec
+        # batch axes (0, 2) around the transformed axis 1 do not collapse into one cuFFT batch:
+        # the transform runs on a copy with the axis moved last, and the decision is cached
+        creates = fake.calls["cufftCreate"]
+        for _ in range(3):
+            y = cfft.fft(x, axis=1)
+            assert tuple(y.shape) == (3, 10, 15)
+        assert fake.calls["cufftCreate"] == creates + 1
+        assert ("torch", (3, 10, 15), (150, 15, 1), (1,)) in _numpy_api._MOVED

@@ -49,6 +49,9 @@ class AxisError(InvalidOptionError, IndexError):
 
 
 # ---- array packages -----------------------------------------------------------------------------
+_DTYPE_NAMES: dict = {}
+
+
 class _ArrayOps:
     """The few array operations the NumPy layer needs, for NumPy and CuPy (same API)."""
 
@@ -59,7 +62,11 @@ class _ArrayOps:
         return x.dtype.kind, x.dtype.itemsize
 
     def dtype_name(self, x):
-        return x.dtype.name
+        dt = x.dtype
+        name = _DTYPE_NAMES.get(dt)  # dtype.name takes microseconds
+        if name is None:
+            name = _DTYPE_NAMES[dt] = dt.name
+        return name
 
     def astype(self, x, name):
         return x.astype(name)

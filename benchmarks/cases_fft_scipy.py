@@ -1,0 +1,176 @@
+"""scipy.fft with cuweave's backend, side by side with cupyx.scipy.fft's backend and torch.fft.
+
+GPU cases on CuPy arrays through ``scipy.fft`` (each call under ``scipy.fft.set_backend`` of
+its backend, so both backends pay SciPy's dispatch alike; torch.fft is called directly on a
+tensor sharing the same memory): batched 1-D C2C 16384×1024 forward and inverse (SciPy's
+default ``norm`` scales the inverse: cuweave fuses it, CuPy and torch spend a pass on it), R2C
+and C2R, ``n`` zero-padding 1000 → 1024, a transform along axis 0, 2-D 4096², 3-D 512³ (256³
+with ``--quick``), and host µs per call at 8×256. NumPy cases: SciPy's CPU transform
+(``workers=1`` and all cores) against the backend's GPU route (staged copies included) at
+2**16 points (the size rule's threshold) and 2**20 points.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from harness import cpu_time_ms, device_sync, gpu_times_interleaved, host_us_interleaved, peer
+
+CUWEAVE = "cuweave (scipy backend)"
+CUPYX = "cupyx.scipy.fft"
+
+
+def run(results, quick: bool) -> None:
+    from cuweave._internal import cuda
+
+    if not cuda.is_available():
+        print("   no usable GPU: scipy backend cases skipped (NumPy arrays stay on SciPy)")
+        return
+    torch, cupy = peer("torch"), peer("cupy")
+    if cupy is None:
+        print("   CuPy is missing: scipy backend cases skipped")
+        return
+    _guarded("GPU cases", _gpu_cases, results, quick, torch, cupy)
+    _guarded("host overhead", _host_overhead, results, quick, torch, cupy)
+    _guarded("NumPy cases", _numpy_cases, results, quick)
+    device_sync()
+
+
+def _guarded(label, fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception as e:
+        print(f"   {label} failed: {type(e).__name__}: {e}")
+
+
+def _backends():
+    import cupyx.scipy.fft as cufft
+    import scipy.fft as sfft
+
+    import cuweave.fft as F
+
+    return sfft, {CUWEAVE: F.scipy_backend, CUPYX: cufft}
+
+
+def _via(sfft, backend, name, x, kw):
+    fn = getattr(sfft, name)
+
+    def call():
+        with sfft.set_backend(backend):
+            return fn(x, **kw)
+
+    return call
+
+
+def _cases(m):
+    # (case, scipy name, shape, dtype, scipy kwargs, torch call on tensor t)
+    return [
+        ("fft 16384x1024 c64", "fft", (16384, 1024), "complex64", {},
+         lambda tf, t: tf.fft(t)),
+        ("ifft 16384x1024 c64 (norm=backward)", "ifft", (16384, 1024), "complex64", {},
+         lambda tf, t: tf.ifft(t)),
+        ("rfft 16384x1024 f32", "rfft", (16384, 1024), "float32", {},
+         lambda tf, t: tf.rfft(t)),
+        ("irfft 16384x513 c64 -> 1024", "irfft", (16384, 513), "complex64", {},
+         lambda tf, t: tf.irfft(t)),
+        ("fft n=1024 of 16384x1000 c64 (padding)", "fft", (16384, 1000), "complex64",
+         {"n": 1024}, lambda tf, t: tf.fft(t, n=1024)),
+        ("fft axis=0 1024x16384 c64", "fft", (1024, 16384), "complex64", {"axis": 0},
+         lambda tf, t: tf.fft(t, dim=0)),
+        ("fft2 4096^2 c64", "fft2", (4096, 4096), "complex64", {},
+         lambda tf, t: tf.fft2(t)),
+        (f"fftn {m}^3 c64", "fftn", (m, m, m), "complex64", {},
+         lambda tf, t: tf.fftn(t)),
+        (f"rfftn {m}^3 f32", "rfftn", (m, m, m), "float32", {},
+         lambda tf, t: tf.rfftn(t)),
+    ]
+
+
+def _random(cupy, shape, dtype):
+    rs = cupy.random.RandomState(0)
+    x = rs.standard_normal(shape, dtype=np.float32 if dtype in ("float32", "complex64")
+                           else np.float64)
+    if dtype.startswith("complex"):
+        x = x + 1j * rs.standard_normal(shape, dtype=x.dtype)
+    return x.astype(dtype)
+
+
+def _gpu_cases(results, quick, torch, cupy):
+    sfft, backends = _backends()
+    iters = 10 if quick else 30
+    for case, name, shape, dtype, kw, tcall in _cases(256 if quick else 512):
+        try:
+            x = _random(cupy, shape, dtype)
+            impls = {label: _via(sfft, b, name, x, kw) for label, b in backends.items()}
+            if torch is not None:
+                t = torch.from_dlpack(x)
+                impls["torch.fft"] = lambda tcall=tcall, t=t: tcall(torch.fft, t)
+            ours, ref = impls[CUWEAVE](), impls[CUPYX]()
+            err = float(cupy.linalg.norm(ours - ref) / cupy.linalg.norm(ref))
+            same = ours.dtype == ref.dtype and ours.shape == ref.shape
+            del ours, ref
+            for label, ms in gpu_times_interleaved(impls, iters=iters).items():
+                extra = {"rel_err_vs_cupyx": err, "same_dtype_shape": bool(same)} \
+                    if label == CUWEAVE else {}
+                results.add(case=case, impl=label, metric="ms", value=ms, unit="ms", **extra)
+            results.add_ratio(case=case, metric="ms", num=CUWEAVE, den=CUPYX,
+                              higher_is_better=False, target=0.95)
+            results.add_ratio(case=case, metric="ms", num=CUWEAVE, den="torch.fft",
+                              higher_is_better=False, target=1.0)
+        except Exception as e:
+            print(f"   {case} failed: {type(e).__name__}: {e}")
+        finally:
+            impls = x = t = None
+            cupy.get_default_memory_pool().free_all_blocks()
+            if torch is not None:
+                torch.cuda.empty_cache()
+
+
+def _host_overhead(results, quick, torch, cupy):
+    sfft, backends = _backends()
+    x = _random(cupy, (8, 256), "complex64")
+    impls = {label: _via(sfft, b, "fft", x, {}) for label, b in backends.items()}
+    if torch is not None:
+        t = torch.from_dlpack(x)
+        impls["torch.fft"] = lambda: torch.fft.fft(t)
+    case = "host: fft 8x256 c64"
+    calls = 300 if quick else 2000
+    for label, us in host_us_interleaved(impls, calls=calls, sync=device_sync).items():
+        results.add(case=case, impl=label, metric="us/call", value=us, unit="us")
+    results.add_ratio(case=case, metric="us/call", num=CUWEAVE, den=CUPYX,
+                      higher_is_better=False)
+    results.add_ratio(case=case, metric="us/call", num=CUWEAVE, den="torch.fft",
+                      higher_is_better=False)
+
+
+def _numpy_cases(results, quick):
+    """The size rule's evidence: SciPy on the CPU against the GPU route (copies included)."""
+    import scipy.fft as sfft
+
+    import cuweave.fft as F
+
+    rng = np.random.default_rng(0)
+    cores = os.cpu_count() or 1
+    for rows in (64, 1024):
+        x = (rng.standard_normal((rows, 1024)) + 1j * rng.standard_normal((rows, 1024)))
+        x = x.astype(np.complex64)
+        case = f"NumPy fft {rows}x1024 c64"
+
+        def ours(x=x):
+            with sfft.set_backend(F.scipy_backend):
+                return sfft.fft(x)
+
+        impls = {CUWEAVE + " (GPU route)": ours,
+                 "scipy.fft workers=1": lambda x=x: sfft.fft(x, workers=1),
+                 f"scipy.fft workers={cores}": lambda x=x: sfft.fft(x, workers=cores)}
+        times = {k: [] for k in impls}
+        for _ in range(3 if quick else 7):
+            for label, fn in impls.items():
+                times[label].append(cpu_time_ms(fn, iters=5, warmup=1))
+        for label, ts in times.items():
+            results.add(case=case, impl=label, metric="ms", value=float(np.median(ts)),
+                        unit="ms")
+        for den in ("scipy.fft workers=1", f"scipy.fft workers={cores}"):
+            results.add_ratio(case=case, metric="ms", num=CUWEAVE + " (GPU route)", den=den,
+                              higher_is_better=False)
