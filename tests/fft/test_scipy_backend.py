@@ -286,9 +286,10 @@ def test_cupy_arrays(case):
         _check(y, name, h, **kw)
     np.testing.assert_array_equal(x.get(), h)
     cufft = pytest.importorskip("cupyx.scipy.fft")
-    with sfft.set_backend(cufft):  # the anchor: CuPy's backend gives the same type and shape
-        anchor = getattr(sfft, name)(x, **kw)
-    assert anchor.dtype == ys[0].dtype and anchor.shape == ys[0].shape
+    if hasattr(cufft, name):  # the anchor: CuPy's backend gives the same dtype and shape
+        with sfft.set_backend(cufft, only=True):
+            anchor = getattr(sfft, name)(x, **kw)
+        assert anchor.dtype == ys[0].dtype and anchor.shape == ys[0].shape
 
 
 @pytest.mark.gpu
