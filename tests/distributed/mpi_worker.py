@@ -1,0 +1,375 @@
+"""Checks run on every process under ``mpiexec -n P python tests/distributed/mpi_worker.py GROUP``.
+
+Each check builds the global data from one seed on every process, hands each process its local
+block, runs the distributed call and compares this process's result with the same block of a
+single-process NumPy computation on the global data. The script prints one line per failure
+and, on process 0, a closing ``N passed, M failed`` line; it exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import numpy as np
+from mpi4py import MPI
+
+import cuweave.distributed as dist
+from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
+from cuweave.distributed import NotSupportedError, UnsupportedMemorySpaceError
+from cuweave.distributed.distribution import (
+    BindDistributionError,
+    BlockCyclic,
+    BlockNonCyclic,
+    Box,
+    ProcessGrid,
+    Redistribute,
+    Slab,
+    redistribute,
+)
+from cuweave.distributed.linalg.advanced import Matmul, matmul, matrix_qualifiers_dtype
+
+COMM = MPI.COMM_WORLD
+RANK, P = COMM.Get_rank(), COMM.Get_size()
+CHECKS: dict[str, list] = {}
+
+
+def check(group):
+    def deco(fn):
+        CHECKS.setdefault(group, []).append(fn)
+        return fn
+    return deco
+
+
+def block(x, dist_or_sets, rank=RANK):
+    sets = dist_or_sets if isinstance(dist_or_sets, tuple) else \
+        dist_or_sets._index_sets(rank, P, x.shape)
+    return np.ascontiguousarray(x[np.ix_(*sets)])
+
+
+def rand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def close(got, want, dtype, what):
+    tol = 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
+    err = float(np.abs(got - want).max()) / scale if want.size else 0.0
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
+
+
+def expect(exc_type, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except exc_type as e:
+        return e
+    raise AssertionError(f"{getattr(fn, '__name__', fn)} did not raise {exc_type.__name__}")
+
+
+SHAPES = [(13,), (16,), (8, 12), (9, 7), (3, 5, 4), (6, 5, 4), (9, 8, 7)]
+
+
+# ---- FFT -----------------------------------------------------------------------------------
+@check("fft_c2c")
+def c2c_every_slab_dtype_and_dimension():
+    for shape in SHAPES:
+        for dtype in (np.complex64, np.complex128):
+            x = rand(shape, dtype, 1)
+            dists = (Slab.X,) if len(shape) == 1 else (Slab.X, Slab.Y)
+            for d in dists:
+                for red in (True, False):
+                    out = d if red or len(shape) == 1 else Slab(1 - d.partition_dim)
+                    opts = {"redistribute": red}
+                    y = dist.fft.fft(block(x, d), distribution=d, options=opts)
+                    close(y, block(np.fft.fftn(x), out), dtype, f"fft {shape} {d} {red}")
+                    assert y.dtype == dtype
+                    z = dist.fft.ifft(block(x, d), distribution=d, options=opts)
+                    close(z, block(np.fft.ifftn(x) * x.size, out), dtype, f"ifft {shape} {d}")
+
+
+@check("fft_c2c")
+def c2c_legacy_reshape_option_and_direction_argument():
+    x = rand((8, 6, 5), np.complex128, 2)
+    y = dist.fft.fft(block(x, Slab.X), distribution=Slab.X, options={"reshape": False})
+    close(y, block(np.fft.fftn(x), Slab.Y), np.complex128, "reshape=False")
+    y = dist.fft.fft(block(x, Slab.Y), distribution=Slab.Y, direction="inverse")
+    close(y, block(np.fft.ifftn(x) * x.size, Slab.Y), np.complex128, "direction=inverse")
+
+
+@check("fft_r2c")
+def r2c_c2r_every_slab_dtype_and_dimension():
+    for shape in SHAPES:
+        for dtype, cdtype in ((np.float32, np.complex64), (np.float64, np.complex128)):
+            x = rand(shape, dtype, 3)
+            parity = "odd" if shape[-1] % 2 else "even"
+            ref = np.fft.rfftn(x)
+            for d in ((Slab.X,) if len(shape) == 1 else (Slab.X, Slab.Y)):
+                y = dist.fft.rfft(block(x, d), distribution=d)
+                close(y, block(ref, d), cdtype, f"rfft {shape} {d}")
+                z = dist.fft.irfft(y, distribution=d, options={"last_axis_parity": parity})
+                assert z.dtype == dtype
+                close(z, block(x * x.size, d), dtype, f"irfft {shape} {d}")
+
+
+@check("fft_r2c")
+def r2c_to_complementary_slab_and_back():
+    x = rand((10, 9, 6), np.float64, 4)
+    y = dist.fft.rfft(block(x, Slab.X), distribution=Slab.X, options={"redistribute": False})
+    close(y, block(np.fft.rfftn(x), Slab.Y), np.complex128, "rfft to Slab.Y")
+    z = dist.fft.irfft(y, distribution=Slab.Y, options={"redistribute": False})
+    close(z, block(x * x.size, Slab.X), np.float64, "irfft back to Slab.X")
+
+
+def pencils(shape, axes):
+    """2 x 2 pencil boxes of ``shape`` split on ``axes`` (uneven when the extents are odd)."""
+    boxes = []
+    for r in range(4):
+        lo, hi = [0] * len(shape), list(shape)
+        for axis, coord in zip(axes, (r // 2, r % 2)):
+            half = (shape[axis] + 1) // 2
+            lo[axis], hi[axis] = (0, half) if coord == 0 else (half, shape[axis])
+        boxes.append(Box(lo, hi))
+    return boxes
+
+
+@check("fft_boxes")
+def box_distributions():
+    if P != 4:
+        return
+    for shape in ((9, 6, 5), (7, 10)):
+        x = rand(shape, np.complex128, 5)
+        ins = pencils(shape, (0, 1))
+        outs = pencils(shape, (len(shape) - 2, len(shape) - 1)) if len(shape) == 3 else \
+            pencils(shape, (1, 0))
+        a = block(x, ins[RANK]._index_sets(RANK, P, shape))
+        y = dist.fft.fft(a, distribution=[ins[RANK], outs[RANK]])
+        close(y, block(np.fft.fftn(x), outs[RANK]._index_sets(RANK, P, shape)), np.complex128,
+              f"box fft {shape}")
+        pairs = [(b.lower, b.upper) for b in (ins[RANK], ins[RANK])]
+        y = dist.fft.fft(a, distribution=pairs)
+        close(y, block(np.fft.fftn(x), ins[RANK]._index_sets(RANK, P, shape)), np.complex128,
+              "box fft, (lower, upper) pairs")
+    xr = rand((8, 6, 6), np.float64, 6)
+    ins, outs = pencils(xr.shape, (0, 1)), pencils((8, 6, 4), (1, 2))
+    y = dist.fft.rfft(block(xr, ins[RANK]._index_sets(RANK, P, xr.shape)),
+                      distribution=[ins[RANK], outs[RANK]])
+    close(y, block(np.fft.rfftn(xr), outs[RANK]._index_sets(RANK, P, (8, 6, 4))),
+          np.complex128, "box rfft")
+
+
+@check("fft_stateful")
+def stateful_fft_reset_and_inverse():
+    x = rand((12, 10, 6), np.complex128, 7)
+    with dist.fft.FFT(block(x, Slab.X), distribution=Slab.X,
+                      options={"redistribute": False}) as f:
+        f.plan()
+        y = f.execute()
+        close(y, block(np.fft.fftn(x), Slab.Y), np.complex128, "stateful forward")
+        f.reset_operand(y, distribution=Slab.Y)
+        z = f.execute(direction=dist.fft.FFTDirection.INVERSE)
+        close(z, block(x * x.size, Slab.X), np.complex128, "stateful inverse")
+        x2 = rand((12, 10, 6), np.complex128, 8)
+        f.reset_operand(block(x2, Slab.X), distribution=Slab.X)
+        close(f.execute(), block(np.fft.fftn(x2), Slab.Y), np.complex128, "stateful reset")
+    expect(InvalidStateError, f.execute)
+
+
+@check("fft_stateful")
+def torch_cpu_operands():
+    try:
+        import torch
+    except ImportError:
+        return
+    x = rand((8, 8, 4), np.complex64, 9)
+    y = dist.fft.fft(torch.from_numpy(block(x, Slab.X)), distribution=Slab.X)
+    assert isinstance(y, torch.Tensor)
+    close(y.numpy(), block(np.fft.fftn(x), Slab.X), np.complex64, "torch fft")
+
+
+# ---- redistribute --------------------------------------------------------------------------
+@check("redistribute")
+def redistribute_between_distributions():
+    grid = ProcessGrid(shape=(2, P // 2), layout=ProcessGrid.Layout.ROW_MAJOR) if P % 2 == 0 \
+        else ProcessGrid(shape=(P, 1))
+    cases = [((11, 7), Slab.X, Slab.Y), ((5, 9, 4), Slab.Y, Slab.Z), ((10,), Slab.X, Slab.X),
+             ((10, 9), BlockCyclic(grid, (2, 3)), Slab.X),
+             ((10, 9), Slab.Y, BlockCyclic(grid, (3, 2), first_process=(1, 0))),
+             ((8, 6), Slab.X, BlockNonCyclic(grid))]
+    for shape, din, dout in cases:
+        for dtype in (np.float32, np.complex128, np.int16):
+            x = (rand(shape, np.float64, 10) * 100).astype(dtype)
+            y = redistribute(block(x, din), din, dout)
+            assert y.dtype == dtype and np.array_equal(y, block(x, dout)), (shape, din, dout)
+
+
+@check("redistribute")
+def redistribute_boxes_legacy_reshape_and_stateful():
+    x = rand((6, 4 * P), np.float64, 11)
+    col = Box((0, 4 * RANK), (6, 4 * RANK + 4))
+    rows = Slab.X._index_sets(RANK, P, x.shape)
+    row = Box((int(rows[0][0]) if len(rows[0]) else 0, 0),
+              (int(rows[0][-1]) + 1 if len(rows[0]) else 0, 4 * P))
+    a = block(x, col._index_sets(RANK, P, x.shape))
+    y = dist.reshape.reshape(a, [col.lower, col.upper], [row.lower, row.upper])
+    assert np.array_equal(y, block(x, Slab.X))
+    with Redistribute(a, col, Slab.X) as r:
+        r.plan()
+        assert np.array_equal(r.execute(), block(x, Slab.X))
+        r.reset_operand(a * 2)
+        assert np.array_equal(r.execute(), block(2 * x, Slab.X))
+
+
+# ---- matmul --------------------------------------------------------------------------------
+def grids():
+    if P == 4:
+        return [ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.COL_MAJOR),
+                ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.ROW_MAJOR)]
+    return [ProcessGrid(shape=(P, 1))]
+
+
+@check("matmul")
+def matmul_every_distribution_and_dtype():
+    m, n, k = 10, 7, 9
+    for dtype in (np.float32, np.float64, np.complex128):
+        a, b, c = rand((m, k), dtype, 12), rand((k, n), dtype, 13), rand((m, n), dtype, 14)
+        cases = [(Slab.X, Slab.Y, Slab.X), (Slab.Y, Slab.X, Slab.Y)]
+        for g in grids():
+            bc = BlockCyclic(g, (2, 3))
+            cases += [(bc, bc, bc), (Slab.Y, bc, BlockNonCyclic(g)),
+                      (BlockCyclic(g, (3, 2), first_process=(1, 0)), Slab.X, bc)]
+        for da, db, dc in cases:
+            d = matmul(block(a, da), block(b, db), block(c, dc), distributions=[da, db, dc],
+                       alpha=2.0, beta=0.5)
+            close(d, block(2 * a @ b + 0.5 * c, dc), dtype, f"matmul {da} {db} {dc}")
+            d = matmul(block(a, da), block(b, db), distributions=[da, db, dc])
+            close(d, block(a @ b, dc), dtype, f"matmul {da} {db} {dc} without c")
+            assert d.flags.f_contiguous, "results are Fortran-ordered, as cuBLASMp's"
+
+
+@check("matmul")
+def matmul_qualifiers_inplace_and_stateful():
+    m, n, k = 8, 12, 6
+    a, b = rand((k, m), np.complex128, 15), rand((n, k), np.complex128, 16)
+    q = np.zeros(3, dtype=matrix_qualifiers_dtype)
+    q[0]["is_transpose"] = q[1]["is_transpose"] = 1
+    q[0]["is_conjugate"] = 1
+    d = matmul(block(a, Slab.Y), block(b, Slab.X), distributions=[Slab.Y, Slab.X, Slab.X],
+               qualifiers=q)
+    close(d, block(a.conj().T @ b.T, Slab.X), np.complex128, "conjugate transpose")
+    c = block(rand((m, n), np.complex128, 17), Slab.X)
+    c0 = c.copy()
+    r = matmul(block(a.T.copy(), Slab.X), block(b.T.copy(), Slab.Y), c, beta=1.0,
+               distributions=[Slab.X, Slab.Y, Slab.X])
+    assert r is c
+    close(c, block(a.T @ b.T, Slab.X) + c0, np.complex128, "in-place c")
+    ax, bx = block(a.T.copy(), Slab.X), block(b.T.copy(), Slab.Y)
+    with Matmul(ax, bx, distributions=[Slab.X, Slab.Y, Slab.X]) as mm:
+        mm.plan()
+        close(mm.execute(), block(a.T @ b.T, Slab.X), np.complex128, "stateful")
+        mm.reset_operands(a=2 * ax)
+        close(mm.execute(), block(2 * a.T @ b.T, Slab.X), np.complex128, "reset_operands")
+
+
+@check("matmul")
+def matmul_epilogs():
+    m, n, k = 12, 8, 5
+    a, b = rand((m, k), np.float64, 18), rand((k, n), np.float64, 19)
+    bias = rand((m, 1), np.float64, 20)
+    dists = [Slab.X, Slab.Y, Slab.X]
+    d = matmul(block(a, Slab.X), block(b, Slab.Y), distributions=dists, epilog="relu_bias",
+               epilog_inputs={"bias": block(bias, Slab.X)})
+    close(d, block(np.maximum(a @ b + bias, 0), Slab.X), np.float64, "relu_bias")
+    d, aux = matmul(block(a, Slab.X), block(b, Slab.Y), distributions=dists, epilog="gelu_aux")
+    want = block(a @ b, Slab.X)
+    # the local engine's aux format (rows padded as cuBLASLt's) holds GELU's input
+    close(aux["gelu_aux"][:len(want)], want, np.float64, "gelu aux holds the input")
+    e = expect(NotSupportedError, matmul, block(a, Slab.X), block(b, Slab.Y),
+               distributions=dists, epilog="bgrada")
+    assert "epilog" in str(e)
+
+
+# ---- errors: raised on every process, before any exchange -----------------------------------
+@check("errors")
+def bad_inputs_raise_on_every_process():
+    x = rand((8, 6, 4), np.complex128, 21)
+    a = block(x, Slab.X)
+    bad = a[:, :-1] if RANK == 1 else a
+    if P > 1:
+        e = expect(BindDistributionError, dist.fft.fft, bad, distribution=Slab.X)
+        if RANK != 1:
+            assert "process 1" in str(e), str(e)
+    wrong = a.astype(np.complex64) if RANK == P - 1 else a
+    if P > 1:
+        expect(InvalidOperandError, dist.fft.fft, wrong, distribution=Slab.X)
+    expect(InvalidOperandError, dist.fft.fft, a.real.copy(), distribution=Slab.X)
+    expect(InvalidOperandError, dist.fft.rfft, a, distribution=Slab.X)
+    expect(InvalidOptionError, dist.fft.fft, a, distribution=Slab.Z)
+    expect(InvalidOptionError, dist.fft.fft, a, distribution="x")
+    expect(InvalidOptionError, dist.fft.fft, a, distribution=Slab.X, options={"nope": 1})
+    expect(InvalidOptionError, dist.fft.fft, a, distribution=Slab.X, direction="sideways")
+    expect(InvalidOperandError, dist.fft.fft, a[..., None], distribution=Slab.X)
+    bad_dir = Slab.Y if RANK == 0 else Slab.X
+    if P > 1:
+        expect(InvalidOptionError, redistribute, a, bad_dir, Slab.Y)
+    with dist.fft.FFT(a, distribution=Slab.X) as f:
+        expect(InvalidStateError, f.execute)
+    m = rand((8, 8), np.float64, 22)
+    expect(InvalidOperandError, matmul, block(m, Slab.X), block(m[:5], Slab.Y),
+           distributions=[Slab.X, Slab.Y, Slab.X])
+    expect(InvalidOptionError, matmul, block(m, Slab.X), block(m, Slab.Y),
+           distributions=[Slab.X, Slab.Y])
+    COMM.Barrier()
+
+
+class FakeDeviceArray:
+    """Stands for a GPU array (it exposes the CUDA array interface)."""
+
+    __cuda_array_interface__ = {"shape": (2, 2), "typestr": "<c16", "data": (0, False),
+                                "version": 3}
+    shape = (2, 2)
+
+
+@check("errors")
+def gpu_operands_raise_typed_errors():
+    e = expect(UnsupportedMemorySpaceError, dist.fft.fft, FakeDeviceArray(), distribution=Slab.X)
+    assert "GPU operands" in str(e)
+    expect(NotImplementedError, redistribute, FakeDeviceArray(), Slab.X, Slab.Y)
+    expect(UnsupportedMemorySpaceError, matmul, FakeDeviceArray(), FakeDeviceArray(),
+           distributions=[Slab.X, Slab.Y, Slab.X])
+    expect(UnsupportedMemorySpaceError, dist.allocate_symmetric_memory, (2, 2), np,
+           memory_space="cuda")
+
+
+@check("errors")
+def initialize_twice_and_context():
+    ctx = dist.get_context()
+    assert ctx.nranks == P and ctx.rank == RANK and ctx.communicator is COMM
+    expect(InvalidStateError, dist.initialize, None, COMM)
+
+
+def main(groups):
+    dist.initialize(None, COMM)
+    passed = failed = 0
+    for group in groups:
+        for fn in CHECKS[group]:
+            try:
+                fn()
+                passed += 1
+            except Exception:
+                failed += 1
+                print(f"FAIL [process {RANK}] {group}.{fn.__name__}:\n{traceback.format_exc()}",
+                      flush=True)
+    total_failed = COMM.allreduce(failed)
+    if RANK == 0:
+        print(f"{passed} passed, {total_failed} failed", flush=True)
+    dist.finalize()
+    return 1 if total_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or list(CHECKS)))
