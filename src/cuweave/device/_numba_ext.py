@@ -12,7 +12,7 @@ import functools
 
 from .._internal.errors import LibraryNotFoundError
 
-__all__ = ["numba_modules", "value_type", "make_execute"]
+__all__ = ["numba_modules", "data_pointer", "null_pointer", "make_execute"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,27 +30,6 @@ def numba_modules():
         from numba.core import types
         from numba.core.extending import intrinsic
     return cuda, types, intrinsic, LTOIR
-
-
-def value_type(precision: str):
-    """numba type of cuFFTDx's ``value_type``: complex64/complex128, or ``float16x4`` (two
-    half-precision FFTs batched, ``(re0, re1, im0, im1)``)."""
-    _, types, _, _ = numba_modules()
-    if precision == "float16":
-        from ._vector_types import float16x4_type
-
-        return float16x4_type
-    return {"float32": types.complex64, "float64": types.complex128}[precision]
-
-
-def real_type(precision: str):
-    """numba type of the real side of a real FFT (``float16x2`` for two batched halves)."""
-    _, types, _, _ = numba_modules()
-    if precision == "float16":
-        from ._vector_types import float16x2_type
-
-        return float16x2_type
-    return {"float32": types.float32, "float64": types.float64}[precision]
 
 
 @functools.lru_cache(maxsize=1)

@@ -8,7 +8,9 @@ instance carries its host object; attribute access inside a kernel asks the obje
   ``range(fft.elements_per_thread)`` see compile-time constants) and lowers them to constants;
 * types numba types / NumPy scalar types as dtype specs and device functions as dispatchers,
   which need no runtime value (a call through them is a direct call, inlined by numba/LTO);
-* types other constants (floats, tuples, namedtuples such as ``Dim3``) by their value.
+* types other constants (floats, tuples, namedtuples such as ``Dim3``) by their value;
+* makes the object callable (``fft(thread_data, smem)``) when it has a ``__call__`` attribute
+  (a device function): the call compiles to a direct call of that function.
 
 The object itself has an empty data model: passing it around costs nothing.
 """
@@ -16,10 +18,11 @@ The object itself has an empty data model: passing it around costs nothing.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba.core.typing.templates import AttributeTemplate
+from numba.core import cgutils
+from numba.core.typing.templates import AbstractTemplate, AttributeTemplate, signature
 from numba.cuda import types
 from numba.cuda.cudadecl import registry as _typing_registry
-from numba.cuda.cudaimpl import lower_constant, lower_getattr_generic
+from numba.cuda.cudaimpl import lower, lower_constant, lower_getattr_generic
 from numba.cuda.extending import typeof_impl
 from numba.cuda.models import StructModel, register_model
 
@@ -65,6 +68,39 @@ def _lower_value(context, builder, ty, value):
     return context.get_constant_generic(builder, ty, value)
 
 
+_call_types: dict = {}
+
+
+def _call_type(typ):
+    """A function type for calling the object ``typ`` (its ``__call__`` device function)."""
+    fnty = _call_types.get(typ)
+    if fnty is None:
+        target = typ.obj._kernel_attribute("__call__")
+
+        class _Call(AbstractTemplate):
+            key = ("cuweave.call", typ)
+
+            def generic(self, args, kws):
+                found = self.context.resolve_function_type(
+                    self.context.resolve_value_type(target), args, kws)
+                if found is None:
+                    return None
+                return signature(found.return_type, *args)
+
+        fnty = _call_types[typ] = types.Function(_Call)
+
+        @lower(typ, types.VarArg(types.Any))
+        def _lower_call(context, builder, sig, args):
+            target_type = context.typing_context.resolve_value_type(target)
+            target_sig = context.typing_context.resolve_function_type(target_type, sig.args, {})
+            values = list(args)
+            for ty in target_sig.args[len(values):]:  # defaults the call left out
+                values.append(cgutils.get_null_value(context.get_value_type(ty)))
+            return context.get_function(target_type, target_sig)(builder, values)
+
+    return fnty
+
+
 @_typing_registry.register_attr
 class _KernelObjectAttributes(AttributeTemplate):
     key = KernelObjectType
@@ -74,6 +110,8 @@ class _KernelObjectAttributes(AttributeTemplate):
             value = typ.obj._kernel_attribute(attr)
         except AttributeError:
             return None
+        if attr == "__call__":
+            return _call_type(typ)
         return constant_type(self.context, value)
 
 

@@ -136,6 +136,7 @@ _KERNEL_ATTRIBUTES = frozenset({
     "implicit_type_batching", "suggested_ffts_per_block", "requires_workspace",
     "workspace_size", "value_type", "input_type", "output_type", "block_dim", "execute",
 })
+_KERNEL_ALIASES = {"__call__": "execute"}  # fft(thread_data, smem) is fft.execute(...)
 
 
 class FFT(KernelObject):
@@ -200,6 +201,7 @@ class FFT(KernelObject):
         return (self._symbol,)
 
     def _kernel_attribute(self, name: str):
+        name = _KERNEL_ALIASES.get(name, name)
         if name not in _KERNEL_ATTRIBUTES:
             raise AttributeError(name)
         return getattr(self, name)
@@ -241,27 +243,34 @@ class FFT(KernelObject):
     # ----- traits -----------------------------------------------------------------------------
     @property
     def value_type(self):
-        """numba complex type of the register storage (complex64 or complex128)."""
-        from ._numba_ext import value_type
+        """Element type of the register storage, usable as ``dtype=`` in kernels:
+        :data:`~cuweave.device.types.complex64` / ``complex128`` (numba complex numbers there), or
+        :data:`~cuweave.device.types.half4` (``float16x4``: two FFTs batched) in half precision."""
+        from . import types as element_types
 
-        return value_type(self._spec.precision)
+        return {"float16": element_types.half4, "float32": element_types.complex64,
+                "float64": element_types.complex128}[self._spec.precision]
+
+    def _real_type(self):
+        from . import types as element_types
+
+        if self._spec.precision == "float16":
+            return element_types.half2
+        return self.precision
 
     @property
     def input_type(self):
-        """numba type of input elements (real for r2c, else complex)."""
-        from ._numba_ext import real_type
-
+        """Type of input elements: real (``precision``, ``half2`` for float16) for an r2c FFT
+        in normal mode, else :attr:`value_type`."""
         if self._spec.fft_type is FFTType.r2c and self._spec.real_mode is RealMode.normal:
-            return real_type(self._spec.precision)
+            return self._real_type()
         return self.value_type
 
     @property
     def output_type(self):
-        """numba type of output elements (real for c2r, else complex)."""
-        from ._numba_ext import real_type
-
+        """Type of output elements: real for a c2r FFT in normal mode, else :attr:`value_type`."""
         if self._spec.fft_type is FFTType.c2r and self._spec.real_mode is RealMode.normal:
-            return real_type(self._spec.precision)
+            return self._real_type()
         return self.value_type
 
     @property
@@ -313,6 +322,10 @@ class FFT(KernelObject):
                                       self._spec.execution is Execution.Block)
                     _executes[self._symbol] = fn
         return fn
+
+    def __call__(self, *args):
+        raise RuntimeError("an FFT object is called (or its execute used) inside a numba CUDA "
+                           "kernel only")
 
     # ----- queries ----------------------------------------------------------------------------
     def valid(self, *knobs):
