@@ -46,3 +46,10 @@ def test_four_processes(group):
 def test_three_processes_uneven_splits():
     out = run_mpi(3, os.path.join(HERE, "mpi_worker.py"), "fft_r2c", "redistribute", "errors")
     assert out.strip().splitlines()[-1].endswith(" 0 failed"), out
+
+
+@pytest.mark.parametrize("example, nprocs", [("fft_slab.py", 4), ("redistribute_boxes.py", 2),
+                                             ("matmul_block_cyclic.py", 4)])
+def test_examples(example, nprocs):
+    out = run_mpi(nprocs, os.path.join(ROOT, "examples", "distributed", example))
+    assert out.rstrip().endswith("OK"), out

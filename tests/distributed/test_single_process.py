@@ -81,6 +81,7 @@ def test_block_cyclic_shapes_follow_numroc(group):
     d = BlockCyclic(grid, (2, 3))
     assert [d.shape(r, (7, 10)) for r in range(4)] == [(4, 6), (3, 6), (4, 4), (3, 4)]
     assert grid.coordinates(1) == (1, 0)
+    assert d.global_indices(2, (7, 10))[1].tolist() == [3, 4, 5, 9]
     with pytest.raises(InvalidOptionError, match="layout"):
         ProcessGrid(shape=(2, 2))
     with pytest.raises(InvalidOptionError, match="shape"):

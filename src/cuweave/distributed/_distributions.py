@@ -150,6 +150,18 @@ class Distribution:
         self._check_ndim(len(gshape))
         return tuple(len(ix) for ix in self._index_sets(int(rank), nranks, gshape))
 
+    def global_indices(self, rank: int, global_shape) -> tuple[np.ndarray, ...]:
+        """EXT: the global indices, per axis, of the elements process ``rank`` holds, in local
+        order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's block).
+
+        Examples
+        --------
+        >>> Slab.X.global_indices(1, (5, 2))[0].tolist()  # doctest: +SKIP
+        [3, 4]
+        """
+        self.shape(rank, global_shape)
+        return self._index_sets(int(rank), _nranks(), tuple(global_shape))
+
     def copy(self) -> Distribution:
         """A shallow copy."""
         return _copy.copy(self)
