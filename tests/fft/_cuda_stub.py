@@ -176,8 +176,8 @@ def fake_cuda(native: str | None = None):
     import torch
 
     from cuweave._bindings import cufft
-    from cuweave._internal import cuda, packages
-    from cuweave.fft import _callbacks, _cuda_plan
+    from cuweave._internal import cuda, packages, resources
+    from cuweave.fft import _callbacks
 
     fake = FakeCufft()
     with pytest.MonkeyPatch.context() as mp:
@@ -203,9 +203,8 @@ def fake_cuda(native: str | None = None):
             ("memcpy", dst, src, n, stream)))
         mp.setattr(cuda, "Event", fake.event_class())
         mp.setattr(cuda, "pointer_space", lambda ptr: ("device", fake.device))
-        mp.setattr(_cuda_plan, "allocate", fake.allocate)
-        mp.setattr(_cuda_plan, "_core_set_current", lambda device_id: None)
-        mp.setattr(_cuda_plan, "_stream_wait_event", lambda stream, ev: fake.log.append(
+        mp.setattr(resources, "allocate", fake.allocate)
+        mp.setattr(cuda, "stream_wait_event", lambda stream, ev: fake.log.append(
             ("wait", stream, ev._h)))
         mp.setattr(cuda, "compute_capability", lambda device_id=0: (9, 0))
         mp.setattr(_callbacks, "_nvrtc_ltoir", lambda src, cc: b"fake-ltoir")

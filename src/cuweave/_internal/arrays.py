@@ -258,8 +258,7 @@ class DeviceArray:
             return
         from . import cuda
 
-        event = cuda.Event(timing=False).record(self._stream)
-        cuda.check(cuda.driver().cuStreamWaitEvent(consumer, event._h, 0), "cuStreamWaitEvent")
+        cuda.stream_wait_event(consumer, cuda.Event(timing=False).record(self._stream))
 
     def copy_to_host(self, stream: int | None = None) -> np.ndarray:
         """Synchronously copy to a new NumPy array (C order), ordered after the work on

@@ -27,6 +27,7 @@ __all__ = [
     "synchronize",
     "memcpy_async",
     "memcpy",
+    "stream_wait_event",
     "host_alloc",
     "host_free",
     "pointer_space",
@@ -215,20 +216,9 @@ def memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
         check(drv.cuMemcpyAsync(dst, src, nbytes, stream), "cuMemcpyAsync")
 
 
-def memcpy_2d_async(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int,
-                    stream: int) -> None:
-    """Pitched 2-D copy (``width`` bytes × ``height`` rows) between any two pointers."""
-    drv = driver()
-    p = drv.CUDA_MEMCPY2D()
-    p.srcMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_UNIFIED
-    p.srcDevice = src
-    p.srcPitch = spitch
-    p.dstMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_UNIFIED
-    p.dstDevice = dst
-    p.dstPitch = dpitch
-    p.WidthInBytes = width
-    p.Height = height
-    check(drv.cuMemcpy2DAsync(p, stream), "cuMemcpy2DAsync")
+def stream_wait_event(stream: int, event: Event) -> None:
+    """``stream`` waits (on the device) for the work ``event`` was recorded after."""
+    check(driver().cuStreamWaitEvent(stream, event._h, 0), "cuStreamWaitEvent")
 
 
 def memcpy(dst: int, src: int, nbytes: int) -> None:

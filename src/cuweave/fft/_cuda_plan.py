@@ -1,4 +1,4 @@
-"""The cuFFT side of an FFT object: plan handle, callbacks, workspace and scratch buffers.
+"""The cuFFT side of an FFT object: plan handle, callbacks and the fused ``norm`` scale.
 
 :class:`CudaPlan` creates the handle with automatic work-area allocation off (the workspace comes
 from the user's pool), attaches LTO callbacks (the user's, or the one fusing a ``norm=`` scale),
@@ -16,10 +16,9 @@ from .._bindings import cufft
 from .._bindings.library_types import CudaDataType
 from .._internal import cuda
 from .._internal.errors import InvalidOptionError
-from .._internal.packages import allocate
 from . import _callbacks as cb
 
-__all__ = ["CudaPlan", "Buffers", "on_device"]
+__all__ = ["CudaPlan", "on_device"]
 
 _HALF = {"float16": CudaDataType.CUDA_R_16F, "complex32": CudaDataType.CUDA_C_16F}
 _CUDA_TYPE = {**_HALF, "float32": CudaDataType.CUDA_R_32F, "float64": CudaDataType.CUDA_R_64F,
@@ -41,103 +40,6 @@ def on_device(device_id: int):
     finally:
         if prev != device_id and prev is not None:
             cuda.set_device(prev)
-
-
-class Buffers:
-    """Named device buffers (workspace, staging, scratch) from the user's pool, grown lazily.
-
-    The buffers are shared by every execution of one object, whatever its stream, so their
-    uses are kept in stream order: :meth:`use` (called whenever the execution stream changes)
-    makes the new stream wait for the work queued so far on the previous one, and a buffer is
-    freed or replaced only once its last user stream is done with it (a free is ordered on the
-    stream the buffer was allocated on, which is enough only when that is the last user).
-    """
-
-    __slots__ = ("_mem", "package", "device_id", "allocator", "last", "_event", "_recorded")
-
-    def __init__(self, package, device_id, allocator):
-        self._mem = {}  # name -> (MemoryPointer, stream it was allocated on)
-        self.package = package if package in ("torch", "cupy") else None
-        self.device_id = device_id
-        self.allocator = allocator
-        self.last = None  # the stream of the latest execution (the buffers' last user)
-        self._event = None
-        self._recorded = False  # _event already marks the end of the work on `last`
-
-    def get(self, name: str, nbytes: int, stream: int) -> int:
-        entry = self._mem.get(name)
-        if entry is not None and entry[0].size >= nbytes:
-            return entry[0].device_ptr
-        if entry is not None:
-            self._free(self._mem.pop(name))
-        if self.package is None and self.allocator is None:
-            _core_set_current(self.device_id)
-        mem = allocate(nbytes, package=self.package, device_id=self.device_id,
-                       stream=stream, allocator=self.allocator)
-        self._mem[name] = (mem, stream)
-        return mem.device_ptr
-
-    def has(self, name: str) -> bool:
-        return name in self._mem
-
-    def use(self, stream: int) -> None:
-        """Execution moves to ``stream``: order it after the buffers' users on the last one."""
-        last = self.last
-        if last is not None and last != stream and self._mem:
-            if not self._recorded:
-                self._mark(last)
-            _stream_wait_event(stream, self._event)
-        self.last = stream
-        self._recorded = False
-
-    def mark(self, stream: int) -> bool:
-        """Record now that the work queued on ``stream`` ends the buffers' use.
-
-        For streams that may be destroyed right after the call (explicitly passed ones): later
-        ordering waits on the event and never touches the stream handle again. The caller must
-        route its next execution through :meth:`use` (which forgets the mark); returns whether
-        anything was recorded.
-        """
-        if not self._mem:
-            return False
-        self._mark(stream)
-        self.last = stream
-        return True
-
-    def _mark(self, stream: int) -> None:
-        if self._event is None:
-            self._event = cuda.Event(timing=False)
-        self._event.record(stream)
-        self._recorded = True
-
-    def _free(self, entry) -> None:
-        mem, alloc_stream = entry
-        last = self.last
-        ordered = self.allocator is None or hasattr(self.allocator, "memalloc_async")
-        if last is not None and (last != alloc_stream or not ordered):
-            if self._recorded:
-                self._event.synchronize()
-            else:
-                cuda.synchronize(last)
-        mem.free()
-
-    def release(self, name: str | None = None) -> None:
-        names = list(self._mem) if name is None else [name]
-        for n in names:
-            entry = self._mem.pop(n, None)
-            if entry is not None:
-                self._free(entry)
-
-
-def _core_set_current(device_id: int) -> None:
-    from cuda.core import Device  # cuda.core allocates on its current device
-
-    Device(device_id).set_current()
-
-
-def _stream_wait_event(stream: int, event) -> None:
-    """``stream`` waits (on the device) for the work ``event`` was recorded after."""
-    cuda.check(cuda.driver().cuStreamWaitEvent(stream, event._h, 0), "cuStreamWaitEvent")
 
 
 #: Callback slots a ``norm`` scale goes to, in order of preference. Measured on an H200

@@ -26,9 +26,10 @@ from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import coerce_options
 from .._internal.packages import adapter, empty, probe, resolve_stream
+from .._internal.resources import StreamResources
 from .._internal.staging import shared_stager
 from ._cpu import CpuPlan
-from ._cuda_plan import Buffers, CudaPlan, on_device
+from ._cuda_plan import CudaPlan, on_device
 from ._layout import coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._spec import (
@@ -132,7 +133,7 @@ class FFT(StatefulObject):
         if self._spec.cuda:
             spec = self._spec
             pkg = adapter(op.package)
-            self._bufs = Buffers(op.package, spec.device_id, self.options.allocator)
+            self._bufs = StreamResources(spec.device_id, op.package, self.options.allocator)
             if not spec.staged and pkg.owns_stream:
                 self._fast_stream = pkg.stream_getter(spec.device_id)
                 if self.options.allocator is None and not spec.inplace:
@@ -317,7 +318,7 @@ class FFT(StatefulObject):
             s = self._resolve(None).ptr
         cur = self._cur_stream
         if s != cur[0]:
-            bufs.use(s)  # the shared buffers: order s after their last user stream
+            bufs.enter(s)  # the shared buffers: order s after their last user stream
             plan.set_stream(s)
             cur[0] = s
         if plan.workspace_size and not bufs.has("work"):
@@ -363,7 +364,7 @@ class FFT(StatefulObject):
                 or self._fast_stream is None or plan.unfused_scale != 1.0
                 or self.options.blocking is True):
             return None
-        get_stream, set_stream, use = self._fast_stream, plan.set_stream, self._bufs.use
+        get_stream, set_stream, use = self._fast_stream, plan.set_stream, self._bufs.enter
         get_device, set_device, device_id = cuda.current_device, cuda.set_device, spec.device_id
         new = self._fast_out
         exec_bare, handle, in_c, out_c = plan.exec_bare, plan.handle, self._in_c, \
@@ -450,7 +451,7 @@ class FFT(StatefulObject):
             plan.destroy()
         bufs = getattr(self, "_bufs", None)
         if bufs is not None:
-            bufs.release()
+            bufs.close()
 
     def free(self) -> None:
         """Release the plan and buffers, and drop the operand and the stored stream."""

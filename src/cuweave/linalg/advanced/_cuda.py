@@ -20,6 +20,7 @@ from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
 from ..._internal.errors import CublasLtError, InvalidOperandError
 from ..._internal.memory import parse_memory_limit
 from ..._internal.packages import allocate
+from ..._internal.resources import StreamResources
 from ..._internal.staging import shared_stager
 from ._algorithm import Algorithm
 from ._binding import alignment
@@ -35,8 +36,6 @@ _MAX_WORKSPACE = 32 << 20
 _handles: dict[int, int] = {}
 _handles_lock = threading.Lock()
 _A, _B, _C, _D, _ALGO, _WS, _WS_SIZE, _STREAM = 3, 5, 8, 10, 12, 13, 14, 15
-#: ``CudaEngine.last_stream`` after ``detach_stream()``: the engine's event stands for it
-DETACHED = -1
 
 
 def _device_count() -> int:
@@ -82,18 +81,16 @@ class CudaEngine:
         self.handle = options.handle or handle_for(device_id)
         self._descs: list = []
         self._layouts: list = []
-        self.workspace = None
-        self.workspace_size = 0
-        self._buffers: dict = {}  # host staging: name -> MemoryPointer
+        #: the workspace and host-staging buffers, ordered across the runs' streams
+        self.res = StreamResources(device_id, None if host else package, options.allocator)
+        self.workspace_ptr = self.workspace_size = 0
+        self.has_workspace = False
         self._stager = shared_stager() if host else None
         self._fn = _raw_matmul_function()
         self._ptrs = None  # the pre-built ctypes arguments of cublasLtMatmul
         self.alpha_buf = self.beta_buf = None
         self.args = None
         self._bound: dict = {}  # descriptor pointer attribute -> the pointer it holds
-        #: the stream of the last run (its work may still use the workspace/staging buffers)
-        self.last_stream = None
-        self._event = None  # reused for ordering streams (created on first need)
         #: whether runs must make ``device_id`` current (more than one device present)
         self.multi_device = _device_count() > 1
         #: lt operand -> minimum pointer alignment (bytes) the heuristics assumed
@@ -143,7 +140,6 @@ class CudaEngine:
             algorithms = [self._check(alg) for alg in algorithms]
         self.algorithms = algorithms
         self._ensure_workspace(max(a.workspace_size for a in algorithms), 0)
-        self.last_stream = 0  # the workspace was allocated ordered on stream 0
         self.alpha_buf = np.zeros(1, SCALE_NUMPY[CudaDataType(types["scale"])])
         self.beta_buf = np.zeros(1, self.alpha_buf.dtype)
         self._bound = {int(attr): v.value or 0 for attr, v in epi.static_attributes()
@@ -210,70 +206,25 @@ class CudaEngine:
         return alg
 
     def _ensure_workspace(self, nbytes: int, stream: int) -> None:
-        if self.workspace is not None and self.workspace_size >= nbytes:
+        if self.has_workspace and self.workspace_size >= nbytes:
             return
-        if self.workspace is not None:
-            self._quiesce()  # a queued run may still use the old workspace
-        self.workspace = allocate(nbytes, package=self.package if not self.host else None,
-                                  device_id=self.device_id, stream=stream,
-                                  allocator=self.options.allocator)
-        self.workspace_ptr, self.workspace_size = self.workspace.device_ptr, nbytes
+        self.workspace_ptr = self.res.get("work", nbytes, stream)
+        self.workspace_size, self.has_workspace = nbytes, True
         if self._ptrs is not None:
             self._ptrs[_WS].value = self.workspace_ptr or None
             self._ptrs[_WS_SIZE].value = nbytes
 
     def release_workspace(self) -> None:
-        if self.workspace is not None:
-            self._quiesce()
-        self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
-
-    def _quiesce(self) -> None:
-        """Wait for the last run's stream before its workspace or staging buffers go away."""
-        if self.last_stream == DETACHED:
-            self._event.synchronize()
-        elif self.last_stream is not None:
-            cuda.synchronize(self.last_stream)
-
-    def _record(self, stream: int):
-        ev = self._event
-        if ev is None:
-            ev = self._event = cuda.Event(timing=False)
-        return ev.record(stream)
-
-    def detach_stream(self) -> None:
-        """Stop referring to the last run's stream (its owner may destroy it once the call
-        returns): an event recorded on it now stands for its pending work. Stream 0 needs
-        nothing (it always exists)."""
-        if self.last_stream not in (None, 0, DETACHED):
-            self._record(self.last_stream)
-            self.last_stream = DETACHED
-
-    def _quiesce_device(self) -> None:
-        """:meth:`_quiesce` when the last stream may be gone (``free()`` long after the last
-        run, e.g. a plan-cache eviction): stream 0 is always valid, else wait for the whole
-        device (a destroyed stream's handle must not be used)."""
-        if self.last_stream in (0, DETACHED):
-            self._quiesce()
-            return
-        cuda.set_device(self.device_id)
-        cuda.check(cuda.driver().cuCtxSynchronize(), "cuCtxSynchronize")
-
-    def switch_stream(self, stream: int) -> None:
-        """Order a run on ``stream`` after the last run's stream (the workspace and staging
-        buffers are shared); the caller only calls it when the stream changes."""
-        old, self.last_stream = self.last_stream, stream
-        if old is None:
-            return
-        ev = self._event if old == DETACHED else self._record(old)
-        cuda.check(cuda.driver().cuStreamWaitEvent(stream, ev._h, 0), "cuStreamWaitEvent")
+        self.res.release("work")
+        self.workspace_ptr, self.workspace_size, self.has_workspace = 0, 0, False
 
     def enter(self, stream: int) -> None:
         """Prepare a run on ``stream``: the plan's device current (several devices only) and
         ``stream`` ordered after the previous run's stream when it changed."""
         if self.multi_device:
             cuda.set_device(self.device_id)
-        if stream != self.last_stream:
-            self.switch_stream(stream)
+        if stream != self.res.last:
+            self.res.enter(stream)
 
     # ---------------------------------------------------------------- host staging
     def _allocate_staging(self, p, types) -> None:
@@ -285,27 +236,16 @@ class CudaEngine:
         if p.c is not None:
             need["c"] = _extent_bytes(p.c, count, ITEMSIZE[types["c"]])
         for name, nbytes in need.items():
-            buf = self._buffers.get(name)
-            if buf is None or buf.size < nbytes:
-                if buf is not None:
-                    self._quiesce()
-                self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
-                                               stream=0)
+            self.res.get(name, nbytes, 0)
 
-    def device_buffer(self, name: str, nbytes: int) -> int:
+    def device_buffer(self, name: str, nbytes: int, stream: int) -> int:
         """A cached device buffer (host staging of operands and epilog inputs/outputs)."""
-        buf = self._buffers.get(name)
-        if buf is None or buf.size < nbytes:
-            if buf is not None:
-                self._quiesce()  # a queued run may still read the old buffer
-            buf = self._buffers[name] = allocate(nbytes, package=None, device_id=self.device_id,
-                                                 stream=0)
-        return buf.device_ptr
+        return self.res.get(name, nbytes, stream)
 
     def upload(self, items, stream: int) -> list[int]:
         """Upload ``[(name, dense host array), ...]`` into the cached device buffers of those
         names in one pipelined transfer; returns the device pointers."""
-        ptrs = [self.device_buffer(name, host.nbytes) for name, host in items]
+        ptrs = [self.res.get(name, host.nbytes, stream) for name, host in items]
         if self._stager is None:
             self._stager = shared_stager()
         self._stager.upload_many([(host, p) for (_, host), p in zip(items, ptrs)], stream)
@@ -343,7 +283,7 @@ class CudaEngine:
         ptrs = self._ptrs
         ptrs[_A].value, ptrs[_B].value, ptrs[_C].value, ptrs[_D].value = a, b, c, d
         ptrs[_STREAM].value = stream
-        if self.workspace is None:  # after release_workspace()
+        if not self.has_workspace:  # after release_workspace()
             self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
         args = self.args
         if algorithm is not None:
@@ -364,8 +304,7 @@ class CudaEngine:
         never idles between timed runs, so they run at the clocks of sustained use (a sync
         per run would time short bursts after idle gaps, at other clocks).
         """
-        if stream != self.last_stream:
-            self.switch_stream(stream)
+        self.enter(stream)
         a, b, c, d = bind()
         flush_bytes = max(cuda.l2_cache_size(self.device_id), 1 << 20) * 2
         flush = allocate(flush_bytes, package=None, device_id=self.device_id, stream=stream)
@@ -411,14 +350,8 @@ class CudaEngine:
 
     def free(self) -> None:
         self._destroy_descriptors()
-        if (self.workspace is not None or self._buffers) and self.last_stream is not None:
-            try:
-                self._quiesce_device()
-            except Exception:  # no usable driver any more (interpreter shutdown)
-                pass
-        self.workspace, self.workspace_ptr, self.workspace_size = None, 0, 0
-        self._buffers.clear()
-        self.last_stream = None
+        self.res.close()
+        self.workspace_ptr, self.workspace_size, self.has_workspace = 0, 0, False
         self._stager = None  # the process-wide stager outlives the engine
         self.args = self._ptrs = None
         self._bound = {}

@@ -331,9 +331,8 @@ class Matmul(StatefulObject):
         self._stream = self._stream_ptr = None
         if self._binding is not None:
             self._binding.release_inputs()
-        eng = self._engine
-        if eng is not None and eng.last_stream:  # a stream other than 0 may be destroyed
-            eng.detach_stream()
+        if self._engine is not None:  # the stream may be destroyed now: an event stands for it
+            self._engine.res.mark()
 
     # ---------------------------------------------------------------- plan
     def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None,
@@ -511,14 +510,15 @@ class Matmul(StatefulObject):
         if (self._host or hot.general or hot.blocking or hot.outputs or p.squeeze
                 or eng.multi_device):
             return None
-        current, alloc, run, x, y = hot.current_stream, hot.result, eng.run, *hot.src
+        current, alloc, run, res_, x, y = hot.current_stream, hot.result, eng.run, eng.res, \
+            *hot.src
         mode, inputs, binding = hot.c_mode, hot.inputs, self._binding
 
         def fast_run(mm):  # the Matmul is an argument: a closure over it would be a cycle
             ops = mm._ops
             s = current()
-            if s != eng.last_stream:
-                eng.switch_stream(s)
+            if s != res_.last:
+                res_.enter(s)
             if alloc is None:  # in place: the result is c
                 res, d = ops["c"].obj, ops["c"].ptr
             else:
@@ -638,7 +638,7 @@ class Matmul(StatefulObject):
     def _execute_cuda(self, algorithm, release_workspace, stream):
         s = self._resolve_stream(stream)
         hot, eng = self._hot, self._engine
-        if eng.multi_device or s != eng.last_stream:
+        if eng.multi_device or s != eng.res.last:
             eng.enter(s)
         state = {} if hot.general else None
         a, b, c, d, res, aux = self._bind_run(s, stream is not None or
@@ -691,7 +691,7 @@ class Matmul(StatefulObject):
         items += [("in_" + k, _flat(staged(bind.inputs[k])[0])) for k, _ in hot.inputs]
         ptr = dict(zip([name for name, _ in items], eng.upload(items, s)))
         res = self._new_result(0)
-        d = ptr["c"] if self.options.inplace else eng.device_buffer("d", 0)
+        d = ptr["c"] if self.options.inplace else eng.device_buffer("d", 0, s)
         mode = hot.c_mode
         c = d if mode == 0 else (ptr["c"] if mode == 1 else eng.workspace_ptr or 0)
         for k, attr in hot.inputs:
@@ -700,7 +700,7 @@ class Matmul(StatefulObject):
         ref = self._ops["a"]
         for user, ltname, attr, _alloc, (shape, dtype, perm), remember in hot.outputs:
             op = empty(ref, shape, dtype, perm=perm)
-            dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize)
+            dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize, s)
             eng.set_pointer(attr, dptr)
             aux.append((user, op, dptr))
             if remember is not None:
@@ -754,7 +754,7 @@ class Matmul(StatefulObject):
             ref = self._ops["a"]
             amax = empty(ref, (1,), "float32", device_id=self._device_id, stream=s)
             state["result_amax"] = amax
-            ptr = eng.device_buffer("amax", 4) if self._host else amax.ptr
+            ptr = eng.device_buffer("amax", 4, s) if self._host else amax.ptr
             state["amax_ptr"] = ptr
             eng.set_pointer(_A.AMAX_D_POINTER, ptr)
 
