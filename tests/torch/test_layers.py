@@ -91,6 +91,20 @@ def test_half_precisions_on_the_cpu(dtype, tol, act):
     assert float((y.double() - ref).norm() / ref.norm()) < tol
 
 
+@pytest.mark.parametrize("act", ACTS)
+def test_square_products_add_the_bias_to_every_row(act):
+    torch.manual_seed(9)
+    x, w, b = params(12, 8), params(12, 8), params(12)  # tokens == out_features
+    torch.testing.assert_close(fused_linear(x, w, b, act), ref_act(x @ w.T + b, act))
+    w2 = params(12, 12)
+    y = fused_mlp(x, w, b, w2, b, act)
+    torch.testing.assert_close(y, ref_act(x @ w.T + b, act) @ w2.T + b)
+    # the aux matrix of a square frame: (16, 16) for both ReLU and GELU at 16 tokens
+    x, w1, b1, w2 = params(16, 8), params(16, 8), params(16), params(5, 16)
+    assert torch.autograd.gradcheck(lambda x, w1, b1, w2: fused_mlp(x, w1, b1, w2, None, act),
+                                    (x, w1, b1, w2))
+
+
 def test_module_mirrors_nn_linear():
     layer = FusedLinear(8, 3, activation="relu")
     assert sorted(layer.state_dict()) == sorted(torch.nn.Linear(8, 3).state_dict())

@@ -46,16 +46,22 @@ def aux_layout(activation: str, tokens: int, out_features: int, dtype):
 
 
 # ------------------------------------------------------------------ forward: one layer
+def _row_bias(bias):
+    """``epilog_inputs`` with the bias as ``(1, out)``: added to every row even where
+    ``tokens == out_features`` (a ``(n,)`` bias of a square product is nvmath's length-M)."""
+    return {"bias": bias.reshape(1, -1)}
+
+
 def _linear_impl(x, weight, bias, activation):
     act = _act(activation)
     epilog = _FORWARD[act, bias is not None]
     if act is None:
-        out = _engine.run(x, weight.t(), epilog, None if bias is None else {"bias": bias})
+        out = _engine.run(x, weight.t(), epilog, None if bias is None else _row_bias(bias))
         return out, x.new_empty(0)
     if bias is None:  # y.T = weight @ x.T: the aux frame of the bias case, a row-major y
         yt, aux = _engine.run(weight, x.t(), epilog)
         return yt.t(), aux[_AUX[act]]
-    y, aux = _engine.run(x, weight.t(), epilog, {"bias": bias})
+    y, aux = _engine.run(x, weight.t(), epilog, _row_bias(bias))
     return y, aux[_AUX[act]]
 
 
