@@ -8,6 +8,7 @@ and, on process 0, a closing ``N passed, M failed`` line; it exits non-zero on a
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -353,6 +354,11 @@ def initialize_twice_and_context():
 
 
 def main(groups):
+    expected = int(os.environ.get("CUWEAVE_TEST_NPROCS", P))
+    if P != expected:  # an mpiexec of another MPI than mpi4py's starts P singletons
+        print(f"FAIL: {P} processes in COMM_WORLD, {expected} expected (mpiexec and mpi4py "
+              "must come from the same MPI)", flush=True)
+        return 1
     dist.initialize(None, COMM)
     passed = failed = 0
     for group in groups:

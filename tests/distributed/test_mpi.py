@@ -26,8 +26,9 @@ def mpiexec() -> str:
     return found
 
 
-def run_mpi(nprocs: int, *args: str, timeout: int = 300) -> str:
+def run_mpi(nprocs: int, *args: str, timeout: int = 150) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               CUWEAVE_TEST_NPROCS=str(nprocs),
                PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     res = subprocess.run([mpiexec(), "-n", str(nprocs), sys.executable, *args],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)

@@ -106,6 +106,10 @@ def test_one_process_fft_matches_numpy(group, shape):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
     np.testing.assert_allclose(dist.fft.fft(x, distribution=Slab.X), np.fft.fftn(x), atol=1e-9)
+    with dist.fft.FFT(x, Slab.X) as f:  # nvmath-python 0.x passed the distribution positionally
+        f.plan()
+        np.testing.assert_allclose(f.execute(direction="inverse"), np.fft.ifftn(x) * x.size,
+                                   atol=1e-9)
     r = rng.standard_normal(shape)
     y = dist.fft.rfft(r, distribution=Slab.X)
     np.testing.assert_allclose(y, np.fft.rfftn(r), atol=1e-9)
@@ -129,3 +133,12 @@ def test_fft_options_are_validated():
     with pytest.raises(InvalidOptionError, match="redistribute"):
         dist.fft.FFTOptions(redistribute="yes")
     assert dist.fft.FFTOptions(reshape=False).redistribute is False
+
+
+def test_docstring_examples_of_the_distributions_run():
+    import doctest
+
+    from cuweave.distributed import _distributions
+
+    res = doctest.testmod(_distributions, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0

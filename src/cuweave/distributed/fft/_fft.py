@@ -173,7 +173,7 @@ class FFT:
     ...     b = f.execute()
     """
 
-    def __init__(self, operand, /, *, distribution, options=None, stream=None):
+    def __init__(self, operand, /, distribution=None, *, options=None, stream=None):
         self._ctx = require_context()
         self._group = self._ctx.process_group
         self.options = coerce_options(options, FFTOptions)
@@ -187,6 +187,9 @@ class FFT:
     # -- specification --------------------------------------------------------------------
     def _describe(self, operand, distribution):
         op = local_operand(operand, "operand", "distributed FFT")
+        if distribution is None:
+            raise InvalidOptionError("distribution must be given (Slab.X, Slab.Y or a box "
+                                     "pair), got None")
         dist = _coerce_fft_distribution(distribution)
         if not 1 <= len(op.shape) <= 3:
             raise InvalidOperandError(
@@ -264,7 +267,7 @@ class FFT:
                        self.fft_type, self.global_shape, self.global_result_shape,
                        self._group.nranks)
 
-    def reset_operand(self, operand, *, distribution, stream=None):
+    def reset_operand(self, operand, *, distribution=None, stream=None):
         """Use a new operand (same dtype, package and global shape; the distribution may change,
         e.g. ``Slab.Y`` for the inverse of a ``redistribute=False`` forward). Collective."""
         self._check_live()
@@ -382,7 +385,7 @@ def _run_function(operand, distribution, direction, options, stream, fft_type, c
         return f.execute(direction=direction, stream=stream)
 
 
-def fft(operand, /, *, distribution, direction=None, sync_symmetric_memory=True, options=None,
+def fft(operand, /, distribution=None, *, direction=None, sync_symmetric_memory=True, options=None,
         stream=None):
     """Distributed N-D C2C FFT (forward unless ``direction`` says otherwise). Collective.
 
@@ -393,19 +396,19 @@ def fft(operand, /, *, distribution, direction=None, sync_symmetric_memory=True,
     return _run_function(operand, distribution, direction, options, stream, "C2C", True)
 
 
-def ifft(operand, /, *, distribution, sync_symmetric_memory=True, options=None, stream=None):
+def ifft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
     """Distributed N-D inverse C2C FFT (unnormalized). Collective."""
     return _run_function(operand, distribution, FFTDirection.INVERSE, options, stream, "C2C",
                          True)
 
 
-def rfft(operand, /, *, distribution, sync_symmetric_memory=True, options=None, stream=None):
+def rfft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
     """Distributed N-D R2C FFT of a real operand (the last global axis becomes ``n//2+1``)."""
     return _run_function(operand, distribution, FFTDirection.FORWARD, options, stream, "R2C",
                          True)
 
 
-def irfft(operand, /, *, distribution, sync_symmetric_memory=True, options=None, stream=None):
+def irfft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
     """Distributed N-D C2R FFT (unnormalized); see ``FFTOptions.last_axis_parity``."""
     return _run_function(operand, distribution, FFTDirection.INVERSE, options, stream, "C2R",
                          True)
