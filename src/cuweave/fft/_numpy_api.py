@@ -21,6 +21,7 @@ Differences from NumPy: a repeated axis is an error (as in SciPy); ``out=`` is f
 
 from __future__ import annotations
 
+import math
 import operator
 import sys
 
@@ -64,8 +65,8 @@ class _ArrayOps:
     def dtype_name(self, x):
         dt = x.dtype
         name = _DTYPE_NAMES.get(dt)  # dtype.name takes microseconds
-        if name is None:
-            name = _DTYPE_NAMES[dt] = dt.name
+        if name is None:  # byte-swapped data are named so as to be converted
+            name = _DTYPE_NAMES[dt] = dt.name if dt.isnative else dt.str
         return name
 
     def astype(self, x, name):
@@ -195,8 +196,6 @@ def check_norm(norm) -> str:
 
 
 def _index(value, name):
-    if isinstance(value, bool):
-        raise InvalidOptionError(f"{name} must be an int, got {value!r}")
     try:
         return operator.index(value)
     except TypeError:
@@ -261,17 +260,18 @@ _KINDS = {"fft": ("C2C", "complex", False), "ifft": ("C2C-inv", "complex", False
           "hfft": ("C2R", "complex", True), "ihfft": ("R2C", "real", True)}
 
 
-class Problem:
-    """One NumPy-style transform, validated: what to fit, compute and return (no work done)."""
+class Recipe:
+    """One NumPy-style transform of arrays like ``x``, validated: what to fit, compute and
+    return. Holds no array: recipes are cached by the arguments' metadata (:func:`recipe`)."""
 
-    __slots__ = ("kind", "ops", "x", "axes", "s", "norm", "real", "in_targets", "out_shape",
-                 "out_dtype")
+    __slots__ = ("kind", "ops", "step", "hermitian", "norm", "axes", "s", "last_n", "in_name",
+                 "in_targets", "out_shape", "out_dtype", "simple", "empty", "elements")
 
     def __init__(self, kind, x, s, axes, norm, *, one_d=False):
         self.kind = kind
         self.ops = ops = array_ops(x)
-        step, want, _ = _KINDS[kind]
-        self.norm = check_norm(norm)
+        step, want, hermitian = _KINDS[kind]
+        norm = check_norm(norm)
         shape = tuple(x.shape)
         if step == "C2R" and s is None:
             s, axes = shape_and_axes(shape, None, axes, one_d=one_d)
@@ -283,13 +283,15 @@ class Problem:
                     f"{shape[axes[-1]]}")
         else:
             s, axes = shape_and_axes(shape, s, axes, one_d=one_d)
-        self.real = working_precision(ops, x)
+        real = working_precision(ops, x)
         if want == "real" and ops.kind_size(x)[0] == "c":
             raise OperandTypeError(f"x must be a real sequence for {kind}, got "
                                    f"{ops.dtype_name(x)!r} data")
-        self.x, self.s, self.axes = x, s, axes
-        targets = list(s)
-        out = list(shape)
+        self.step, self.hermitian = step, hermitian
+        self.norm = _SWAP[norm] if hermitian else norm
+        self.s, self.axes, self.last_n = s, tuple(axes), s[-1]
+        self.in_name = real if want == "real" else _COMPLEX[real]
+        targets, out = list(s), list(shape)
         for a, n in zip(axes, s):
             out[a] = n
         if step == "C2R":
@@ -298,54 +300,78 @@ class Problem:
             out[axes[-1]] = s[-1] // 2 + 1
         self.in_targets = targets
         self.out_shape = tuple(out)
-        self.out_dtype = self.real if step == "C2R" else _COMPLEX[self.real]
+        self.out_dtype = real if step == "C2R" else _COMPLEX[real]
+        fitted = list(shape)
+        for a, n in zip(axes, targets):
+            fitted[a] = n
+        self.elements = max(math.prod(fitted), math.prod(out))
+        self.empty = self.elements == 0 or 0 in shape
+        self.simple = (not hermitian and not self.empty and len(axes) <= _MAX_GROUP
+                       and ops.dtype_name(x) == self.in_name and fitted == list(shape))
 
-    @property
-    def elements(self) -> int:
-        """Number of elements of the larger of the fitted input and the result."""
-        n_in = n_out = 1
-        fitted = list(self.x.shape)
-        for a, t in zip(self.axes, self.in_targets):
-            fitted[a] = t
-        for a, b in zip(fitted, self.out_shape):
-            n_in, n_out = n_in * a, n_out * b
-        return max(n_in, n_out)
-
-    def run(self, *, execution=None):
-        """Fit the input (dtype, ``s``), transform, return the result where ``x`` lives."""
-        ops, kind = self.ops, self.kind
-        step, want, hermitian = _KINDS[kind]
-        x = self._fitted(want)
-        if 0 in tuple(x.shape) or 0 in self.out_shape:
+    def run(self, x, *, execution=None):
+        """Fit ``x`` (dtype, ``s``), transform, return the result where ``x`` lives."""
+        if self.simple:
+            return _engine(self.step, x, self.axes, self.last_n, self.norm, execution)
+        ops = self.ops
+        if self.empty:
             return ops.zeros(self.out_shape, self.out_dtype, x)
-        norm = _SWAP[self.norm] if hermitian else self.norm
-        if kind == "hfft":
-            x = ops.conj(x)
-        y = _transform(step, x, self.axes, self.s[-1], norm, execution)
-        if kind == "ihfft":
-            y = ops.conj_(y)
-        return y
+        x, copied = self._fitted(x)
+        if self.kind == "hfft":
+            x = ops.conj_(x) if copied else ops.conj(x)
+        y = _transform(self.step, x, self.axes, self.last_n, self.norm, execution)
+        return ops.conj_(y) if self.kind == "ihfft" else y
 
-    def _fitted(self, want):
-        """``x`` in the working dtype, cropped (a view) and zero-padded to ``in_targets``."""
-        ops, x = self.ops, self.x
-        name = self.real if want == "real" else _COMPLEX[self.real]
-        if ops.dtype_name(x) != name:
+    def _fitted(self, x):
+        """(``x`` in the working dtype, cropped and zero-padded to ``in_targets``; whether it
+        is a new array)."""
+        ops, name = self.ops, self.in_name
+        copied = ops.dtype_name(x) != name
+        if copied:
             x = ops.astype(x, name)
         shape = tuple(x.shape)
         if all(shape[a] == t for a, t in zip(self.axes, self.in_targets)):
-            return x
+            return x, copied
         crop = [slice(None)] * len(shape)
         padded = list(shape)
         for a, t in zip(self.axes, self.in_targets):
             crop[a] = slice(0, min(t, shape[a]))
             padded[a] = t
         x = x[tuple(crop)]
-        if tuple(padded) == tuple(x.shape):
-            return x
-        z = ops.zeros(tuple(padded), name, x)
-        z[tuple(slice(0, n) for n in x.shape)] = x
-        return z
+        kept = tuple(x.shape)
+        if tuple(padded) == kept:
+            return x, copied
+        z = ops.empty(tuple(padded), name, x)
+        z[tuple(slice(0, n) for n in kept)] = x
+        for a, n in enumerate(kept):  # zero only the padding (not the whole array first)
+            if padded[a] > n:
+                tail = [slice(None)] * len(kept)
+                tail[a] = slice(n, None)
+                z[tuple(tail)] = 0
+        return z, True
+
+
+_RECIPES: dict = {}
+
+
+def _tup(v):
+    return tuple(v) if type(v) in (list, tuple) else v
+
+
+def recipe(kind, x, s, axes, norm, *, one_d=False) -> Recipe:
+    """The :class:`Recipe` for these arguments, cached by ``x``'s package, dtype and shape."""
+    try:
+        key = (kind, type(x), x.dtype, tuple(x.shape), _tup(s), _tup(axes), norm, one_d)
+        r = _RECIPES.get(key)
+    except (TypeError, AttributeError):  # unhashable arguments, or not an array
+        key = r = None
+    if r is None:
+        r = Recipe(kind, x, s, axes, norm, one_d=one_d)
+        if key is not None:
+            if len(_RECIPES) >= 1024:
+                _RECIPES.clear()
+            _RECIPES[key] = r
+    return r
 
 
 _C2R_ODD = FFTOptions(fft_type="C2R", last_axis_parity="odd")
@@ -421,7 +447,8 @@ def _finish(y, out):
 
 def transform(kind, x, s, axes, norm, *, one_d=False, execution=None, out=None):
     """Validate and run one NumPy-style transform (the body of every public function)."""
-    return _finish(Problem(kind, x, s, axes, norm, one_d=one_d).run(execution=execution), out)
+    r = recipe(kind, x, s, axes, norm, one_d=one_d)
+    return _finish(r.run(x, execution=execution), out)
 
 
 def _one_d_args(n, axis):

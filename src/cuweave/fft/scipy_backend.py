@@ -17,11 +17,12 @@ CPU transforms).
 - **CuPy arrays** run on cuFFT through cuweave's cached plans (``norm`` fused into the
   transform); the result is a CuPy array of SciPy's dtype (float32/complex64 stay single
   precision).
-- **NumPy arrays** run on the GPU when one is usable and the transform holds at least
-  :data:`numpy_gpu_min_elements` elements (the larger of the fitted input and the result:
-  below that, copying to the device and back costs more than SciPy's CPU transform); the
-  result is a NumPy array. Otherwise ``NotImplemented`` lets SciPy's own implementation
-  (pocketfft, with ``workers``) run.
+- **NumPy arrays** run on the GPU when one is usable, SciPy would compute on a single thread
+  (``workers`` None or 1 and no :func:`scipy.fft.set_workers` context asking for more) and the
+  transform holds at least :data:`numpy_gpu_min_elements` elements (the larger of the fitted
+  input and the result): below that, or against several CPU threads, the copies to the device
+  and back cost more than SciPy's CPU transform. The result is a NumPy array. Otherwise
+  ``NotImplemented`` lets SciPy's own implementation (pocketfft, with ``workers``) run.
 - ``NotImplemented`` also for every other function (``dct``, …), input type (lists, torch
   tensors, NumPy subclasses), long double, ``plan=`` given, and, for NumPy arrays, arguments
   SciPy rejects (so SciPy raises its own error). Invalid arguments with a CuPy array raise
@@ -39,16 +40,18 @@ import os
 import sys
 
 from .._internal.errors import InvalidOptionError
-from ._numpy_api import Problem
+from ._numpy_api import recipe
 
 __all__ = ["__ua_domain__", "__ua_function__", "numpy_gpu_min_elements"]
 
 __ua_domain__ = "numpy.scipy.fft"
 
-#: NumPy arrays run on the GPU when their transform holds at least this many elements (and a
-#: GPU is usable); ``None`` keeps them on SciPy's CPU path. 2**16 complex elements take about
-#: 50 µs each way over PCIe, about what SciPy's single-threaded pocketfft needs for them.
-numpy_gpu_min_elements: int | None = 1 << 16
+#: NumPy arrays run on the GPU when their transform holds at least this many elements, SciPy
+#: would run it on one thread and a GPU is usable; ``None`` keeps them on SciPy's CPU path.
+#: Measured on an H200 host (results/fft_scipy.md), copies over PCIe included: at 2**16
+#: complex64 elements the GPU route about ties single-threaded pocketfft (0.25 vs 0.22 ms), at
+#: 2**20 it is 2.7x faster; against 16 workers it loses at both sizes.
+numpy_gpu_min_elements: int | None = 1 << 17
 
 _GPU: list = []  # [bool] once known
 
@@ -99,6 +102,16 @@ def check_workers(workers) -> None:
             f"workers must not be less than -os.cpu_count() = {-cpus}, got {w}")
 
 
+def _cpu_threads(workers) -> int:
+    """The threads SciPy would use for ``workers`` (``None``: :func:`scipy.fft.get_workers`)."""
+    if workers is None:
+        import scipy.fft
+
+        workers = scipy.fft.get_workers()
+    w = operator.index(workers)
+    return w if w > 0 else max(1, (os.cpu_count() or 1) + 1 + w)
+
+
 def _serve(kind, x, s, axes, norm, workers, plan, one_d):
     if plan is not None:
         return NotImplemented
@@ -107,18 +120,20 @@ def _serve(kind, x, s, axes, norm, workers, plan, one_d):
         return NotImplemented
     if where == "cupy":
         check_workers(workers)
-        return Problem(kind, x, s, axes, norm, one_d=one_d).run()
+        return recipe(kind, x, s, axes, norm, one_d=one_d).run(x)
     threshold = numpy_gpu_min_elements
     if threshold is None or not _gpu_usable():
         return NotImplemented
     try:
         check_workers(workers)
-        prob = Problem(kind, x, s, axes, norm, one_d=one_d)
+        if _cpu_threads(workers) != 1:
+            return NotImplemented  # SciPy's threads beat the copies over PCIe
+        r = recipe(kind, x, s, axes, norm, one_d=one_d)
     except (ValueError, TypeError, IndexError):
         return NotImplemented  # SciPy reports its own error (or computes what we cannot)
-    if prob.elements < threshold:
+    if r.elements < threshold:
         return NotImplemented
-    return prob.run(execution="cuda")
+    return r.run(x, execution="cuda")
 
 
 def _one_d(kind):
