@@ -355,3 +355,28 @@ def test_device_path_on_stand_in_cufft():
             assert tuple(y.shape) == (3, 10, 15)
         assert fake.calls["cufftCreate"] == creates + 1
         assert ("torch", (3, 10, 15), (150, 15, 1), (1,)) in _numpy_api._MOVED
+
+
+def test_recipes_are_cached_by_metadata_only():
+    from cuweave.fft import _numpy_api
+
+    a, b = rng_array((4, 9), "float32", seed=1), rng_array((4, 9), "float32", seed=2)
+    ya = cfft.rfft(a, n=12, axis=0)
+    key = ("rfft", np.ndarray, a.dtype, (4, 9), (12,), (0,), None, True)
+    assert key in _numpy_api._RECIPES
+    yb = cfft.rfft(b, n=12, axis=0)  # same recipe, other data
+    np.testing.assert_allclose(yb, np.fft.rfft(b, n=12, axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ya, np.fft.rfft(a, n=12, axis=0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="axes must be unique"):  # errors are never cached
+        cfft.fftn(a, axes=[0, 0])
+    with pytest.raises(ValueError, match="axes must be unique"):
+        cfft.fftn(a, axes=[0, 0])
+
+
+def test_byte_swapped_input():
+    x = rng_array((3, 8), "float64").astype(">f8")
+    y = cfft.fft(x)
+    assert y.dtype == np.complex128
+    np.testing.assert_allclose(y, np.fft.fft(x.astype(np.float64)), rtol=1e-12, atol=1e-12)
+    z = cfft.hfft(rng_array((3, 5), "complex64").astype(">c8"), n=8)
+    assert z.dtype == np.float32 and z.shape == (3, 8)
