@@ -226,13 +226,13 @@ def require_context() -> DistributedContext:
 def agree(group: ProcessGroup, fn, *args):
     """Run ``fn(*args)`` on every process and gather its results, or raise everywhere.
 
-    When ``fn`` raises a cuweave error (or ``ValueError``/``TypeError``) on any process, every
-    process raises: the failing one its own error, the others an error of the same class whose
+    When ``fn`` raises on any process, every process raises: the failing one its own error, the
+    others an error of the same class (a cuweave error) or a :class:`CollectiveError`, whose
     message names the failing process. Returns the list of every process's result.
     """
     try:
         mine, err = fn(*args), None
-    except (CuweaveError, ValueError, TypeError, NotImplementedError) as exc:
+    except Exception as exc:  # any failure: the other processes must hear of it, not wait
         mine, err = None, exc
     packed = None if err is None else (type(err), str(err))
     gathered = group.allgather_object((mine, packed))
