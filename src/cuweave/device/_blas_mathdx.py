@@ -1,0 +1,352 @@
+"""ctypes binding of NVIDIA's libmathdx (``nvidia-libmathdx-cu13``) for cuBLASDx code generation.
+
+libmathdx's C API (``libcublasdx.h``, ``libcommondx.h`` in the wheel) takes a GEMM description
+as operators on a descriptor handle, answers traits (block_dim, leading dimensions, value
+types, ...) and emits LTO-IR for device functions:
+
+* the *pointer* execute, ``void f(c* alpha, a* A, b* B, c* beta, c* C)`` on shared memory;
+* *tensor* device functions (``execute``, ``copy``, ``clear``, ``axpby``, ``copy_wait``) that
+  take opaque tensors by value: ``struct {void* ptr;}`` for shared/register tensors and
+  ``struct {void* ptr; long long ld;}`` for global-memory tiles.
+
+Everything here runs on the CPU: libmathdx drives NVRTC itself. Only this module touches the
+library; the rest of cuweave sees plain dicts and bytes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+
+from .._internal.errors import InvalidOptionError, LibraryError, LibraryNotFoundError
+from ._blas_options import (
+    COMMONDX_PRECISION,
+    VALUE_TYPE_CODES,
+    ArrangementKind,
+    MatmulSpec,
+    TransposeKind,
+)
+
+__all__ = ["MathdxError", "library", "versions", "traits", "compile_execute",
+           "TensorKind", "FunctionKind", "compile_functions", "tensor_traits"]
+
+_ll = ctypes.c_longlong
+_size_t = ctypes.c_size_t
+_lock = threading.RLock()  # libmathdx does not document thread safety: serialize calls
+
+
+class MathdxError(LibraryError):
+    """libmathdx reported an error while describing or generating cuBLASDx code."""
+
+    library = "libmathdx"
+    _names = {1: "COMMONDX_INVALID_VALUE", 2: "COMMONDX_INTERNAL_ERROR",
+              3: "COMMONDX_COMPILATION_ERROR", 4: "COMMONDX_CUFFT_ERROR",
+              5: "COMMONDX_FILE_ERROR"}
+
+
+class _Op:  # cublasdxOperatorType
+    FUNCTION, SIZE, TYPE, PRECISION, SM, EXECUTION, BLOCK_DIM, LEADING_DIMENSION = range(8)
+    TRANSPOSE_MODE, API, ARRANGEMENT, ALIGNMENT, STATIC_BLOCK_DIM = range(8, 13)
+
+
+class _Trait:  # cublasdxTraitType
+    VALUE_TYPE, SIZE, BLOCK_SIZE, BLOCK_DIM, LEADING_DIMENSION, SYMBOL_NAME = range(6)
+    ARRANGEMENT, ALIGNMENT, SUGGESTED_LEADING_DIMENSION, SUGGESTED_BLOCK_DIM = range(6, 10)
+    MAX_THREADS_PER_BLOCK = 10
+
+
+class TensorKind:  # cublasdxTensorType
+    SMEM_A, SMEM_B, SMEM_C, SUGGESTED_SMEM_A, SUGGESTED_SMEM_B, SUGGESTED_SMEM_C = range(6)
+    SUGGESTED_RMEM_C, GMEM_A, GMEM_B, GMEM_C, SUGGESTED_ACCUMULATOR_C, RMEM_C = range(6, 12)
+    ACCUMULATOR_C = 12
+
+
+class FunctionKind:  # cublasdxDeviceFunctionType
+    EXECUTE, COPY, COPY_WAIT, CLEAR, AXPBY = range(5)
+
+
+API_SMEM, API_TENSORS = 0, 2
+_EXECUTION_BLOCK = 1
+_CODE_TYPE_LTO = 0
+_OPTION_TARGET_SM, _OPTION_TARGET_CODE = 1, 5
+_TENSOR_TRAIT_STORAGE_BYTES, _TENSOR_TRAIT_ALIGNMENT, _TENSOR_TRAIT_NAME = 0, 1, 4
+_TENSOR_TRAIT_LOGICAL_SIZE = 5
+_TENSOR_OPTION_ALIGNMENT = 0
+_DEVICE_FUNCTION_TRAIT_SYMBOL = 1
+
+
+@functools.lru_cache(maxsize=1)
+def library() -> ctypes.CDLL:
+    """The loaded libmathdx (NVRTC loaded first); raises LibraryNotFoundError."""
+    try:
+        from cuda import pathfinder
+
+        pathfinder.load_nvidia_dynamic_lib("nvrtc")
+        path = pathfinder.load_nvidia_dynamic_lib("mathdx").abs_path
+    except Exception as e:  # pathfinder missing, or the wheel not installed
+        raise LibraryNotFoundError(
+            "nvidia-libmathdx-cu13", "dx",
+            f"libmathdx (cuBLASDx code generation) could not be loaded: {e}") from e
+    lib = ctypes.CDLL(path)
+    for name in ("commondxStatusToStr",):
+        getattr(lib, name).restype = ctypes.c_char_p
+    return lib
+
+
+def _last_error() -> str:
+    lib = library()
+    size = _size_t()
+    if lib.commondxGetLastErrorStrSize(ctypes.byref(size)) != 0 or not size.value:
+        return ""
+    buf = ctypes.create_string_buffer(size.value)
+    code = ctypes.c_int()
+    if lib.commondxGetLastErrorStr(ctypes.byref(code), size, buf) != 0:
+        return ""
+    return buf.value.decode(errors="replace").strip()
+
+
+def _call(function: str, *args) -> None:
+    status = getattr(library(), function)(*args)
+    if status != 0:
+        raise MathdxError(int(status), function, hint=_last_error() or None)
+
+
+def _int64s(values) -> ctypes.Array:
+    return (_ll * len(values))(*values)
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict:
+    """``{'libmathdx': 402, 'cublasdx': '0.8.0'}`` (part of every cache key)."""
+    v = ctypes.c_int()
+    _call("mathdxGetVersion", ctypes.byref(v))
+    major, minor, patch = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    _call("cublasdxGetVersion", ctypes.byref(major), ctypes.byref(minor), ctypes.byref(patch))
+    return {"libmathdx": v.value, "cublasdx": f"{major.value}.{minor.value}.{patch.value}"}
+
+
+class _Descriptor:
+    """An owned ``cublasdxDescriptor`` (destroyed on exit)."""
+
+    def __init__(self, spec: MatmulSpec, api: int, *, block_dim=None, leading_dimension=None):
+        self.handle = _ll()
+        _call("cublasdxCreateDescriptor", ctypes.byref(self.handle))
+        try:
+            self._describe(spec, api, block_dim, leading_dimension)
+        except BaseException:
+            self.close()
+            raise
+
+    def _set(self, op: int, *values: int) -> None:
+        if len(values) == 1:
+            _call("cublasdxSetOperatorInt64", self.handle, op, _ll(values[0]))
+        else:
+            _call("cublasdxSetOperatorInt64s", self.handle, op, _size_t(len(values)),
+                  _int64s(values))
+
+    def _describe(self, spec, api, block_dim, leading_dimension) -> None:
+        self._set(_Op.FUNCTION, 0)
+        self._set(_Op.SIZE, *spec.size)
+        self._set(_Op.TYPE, 1 if spec.is_complex else 0)
+        self._set(_Op.PRECISION, *(COMMONDX_PRECISION[p] for p in spec.precision))
+        self._set(_Op.SM, spec.sm)
+        self._set(_Op.EXECUTION, _EXECUTION_BLOCK)
+        self._set(_Op.API, api)
+        if spec.arrangement is not None:
+            self._set(_Op.ARRANGEMENT, *(ArrangementKind[v] for v in spec.arrangement))
+        else:
+            self._set(_Op.TRANSPOSE_MODE, *(TransposeKind[v] for v in spec.transpose_mode))
+        if spec.alignment is not None:
+            self._set(_Op.ALIGNMENT, *spec.alignment)
+        if block_dim is not None:
+            self._set(_Op.BLOCK_DIM, *block_dim)
+        if leading_dimension is not None:
+            self._set(_Op.LEADING_DIMENSION, *leading_dimension)
+        if spec.static_block_dim:
+            self._set(_Op.STATIC_BLOCK_DIM, 1)
+
+    def ints(self, trait: int, count: int) -> list[int]:
+        out = (_ll * count)()
+        if count == 1:
+            _call("cublasdxGetTraitInt64", self.handle, trait, out)
+        else:
+            _call("cublasdxGetTraitInt64s", self.handle, trait, _size_t(count), out)
+        return list(out)
+
+    def value_types(self) -> list[int]:
+        out = (ctypes.c_int * 3)()
+        _call("cublasdxGetTraitCommondxDataTypes", self.handle, _Trait.VALUE_TYPE, _size_t(3),
+              out)
+        return list(out)
+
+    def string(self, trait: int) -> str:
+        size = _size_t()
+        _call("cublasdxGetTraitStrSize", self.handle, trait, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        _call("cublasdxGetTraitStr", self.handle, trait, size, buf)
+        return buf.value.decode()
+
+    def close(self) -> None:
+        if self.handle is not None:
+            library().cublasdxDestroyDescriptor(self.handle)
+            self.handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _invalid(spec: MatmulSpec, e: MathdxError) -> InvalidOptionError:
+    return InvalidOptionError(
+        f"the GEMM description {spec.key()!r} is not supported by cuBLASDx: {e}")
+
+
+def traits(spec: MatmulSpec, block_dim, leading_dimension) -> dict:
+    """Traits of the complete description (``block_dim``/``leading_dimension`` may be None)."""
+    with _lock:
+        try:
+            with _Descriptor(spec, API_SMEM, block_dim=block_dim,
+                             leading_dimension=leading_dimension) as d:
+                out = {
+                    "value_types": [VALUE_TYPE_CODES[v][0] for v in d.value_types()],
+                    "block_dim": d.ints(_Trait.BLOCK_DIM, 3),
+                    "leading_dimension": d.ints(_Trait.LEADING_DIMENSION, 3),
+                    "alignment": d.ints(_Trait.ALIGNMENT, 3),
+                    "arrangement": [ArrangementKind(v).name
+                                    for v in d.ints(_Trait.ARRANGEMENT, 3)],
+                    "max_threads_per_block": d.ints(_Trait.MAX_THREADS_PER_BLOCK, 1)[0],
+                    "suggested_block_dim": d.ints(_Trait.SUGGESTED_BLOCK_DIM, 3),
+                    "suggested_leading_dimension": d.ints(_Trait.SUGGESTED_LEADING_DIMENSION, 3),
+                }
+        except MathdxError as e:
+            raise _invalid(spec, e) from e
+    return out
+
+
+def _code(sm: int):
+    code = _ll()
+    _call("commondxCreateCode", ctypes.byref(code))
+    _call("commondxSetCodeOptionInt64", code, _OPTION_TARGET_SM, _ll(sm))
+    _call("commondxSetCodeOptionInt64", code, _OPTION_TARGET_CODE, _ll(_CODE_TYPE_LTO))
+    return code
+
+
+def _ltoir(code) -> bytes:
+    size = _size_t()
+    _call("commondxGetCodeLTOIRSize", code, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    _call("commondxGetCodeLTOIR", code, size, buf)
+    return buf.raw
+
+
+def compile_execute(spec: MatmulSpec, block_dim, leading_dimension) -> tuple[bytes, str]:
+    """LTO-IR and symbol of the shared-memory pointer execute
+    ``void f(c* alpha, a* A, b* B, c* beta, c* C)``."""
+    with _lock:
+        try:
+            with _Descriptor(spec, API_SMEM, block_dim=block_dim,
+                             leading_dimension=leading_dimension) as d:
+                code = _code(spec.sm)
+                try:
+                    _call("cublasdxFinalizeCode", code, d.handle)
+                    return _ltoir(code), d.string(_Trait.SYMBOL_NAME)
+                finally:
+                    library().commondxDestroyCode(code)
+        except MathdxError as e:
+            raise _invalid(spec, e) from e
+
+
+def _tensor(descriptor, kind: int, alignment: int | None):
+    t = _ll()
+    _call("cublasdxCreateTensor", descriptor.handle, kind, ctypes.byref(t))
+    if alignment:
+        _call("cublasdxSetTensorOptionInt64", t, _TENSOR_OPTION_ALIGNMENT, _ll(alignment))
+    return t
+
+
+def _tensor_info(t) -> dict:
+    lib = library()
+    out = {}
+    for key, trait in (("storage_bytes", _TENSOR_TRAIT_STORAGE_BYTES),
+                       ("alignment", _TENSOR_TRAIT_ALIGNMENT),
+                       ("logical_size", _TENSOR_TRAIT_LOGICAL_SIZE)):
+        v = _ll()
+        _call("cublasdxGetTensorTraitInt64", t, trait, ctypes.byref(v))
+        out[key] = v.value
+    size = _size_t()
+    _call("cublasdxGetTensorTraitStrSize", t, _TENSOR_TRAIT_NAME, ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    _call("cublasdxGetTensorTraitStr", t, _TENSOR_TRAIT_NAME, size, buf)
+    out["name"] = buf.value.decode()
+    del lib
+    return out
+
+
+def tensor_traits(spec: MatmulSpec, block_dim, kinds: dict) -> dict:
+    """Traits of opaque tensors ``{name: (TensorKind, alignment|None)}`` of the tensor API."""
+    with _lock:
+        try:
+            with _Descriptor(spec, API_TENSORS, block_dim=block_dim) as d:
+                handles = {n: _tensor(d, k, a) for n, (k, a) in kinds.items()}
+                arr = (_ll * len(handles))(*[h.value for h in handles.values()])
+                _call("cublasdxFinalizeTensors", _size_t(len(handles)), arr)
+                out = {n: _tensor_info(h) for n, h in handles.items()}
+                for h in handles.values():
+                    library().cublasdxDestroyTensor(h)
+                return out
+        except MathdxError as e:
+            raise _invalid(spec, e) from e
+
+
+def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, list[str]]:
+    """LTO-IR and symbols of tensor device functions in one code generation.
+
+    ``calls`` is a list of ``(FunctionKind, [(TensorKind, alignment|None), ...])``.
+    """
+    with _lock:
+        try:
+            with _Descriptor(spec, API_TENSORS, block_dim=block_dim) as d:
+                tensors, functions = [], []
+                try:
+                    per_call = []
+                    for _, kinds in calls:
+                        ts = [_tensor(d, k, a) for k, a in kinds]
+                        tensors += ts
+                        per_call.append(ts)
+                    if tensors:
+                        arr = (_ll * len(tensors))(*[t.value for t in tensors])
+                        _call("cublasdxFinalizeTensors", _size_t(len(tensors)), arr)
+                    for (fkind, _), ts in zip(calls, per_call):
+                        f = _ll()
+                        arr = (_ll * max(len(ts), 1))(*[t.value for t in ts])
+                        _call("cublasdxCreateDeviceFunction", d.handle, fkind, _size_t(len(ts)),
+                              arr, ctypes.byref(f))
+                        functions.append(f)
+                    code = _code(spec.sm)
+                    try:
+                        arr = (_ll * len(functions))(*[f.value for f in functions])
+                        _call("cublasdxFinalizeDeviceFunctions", code, _size_t(len(functions)),
+                              arr)
+                        symbols = [_function_symbol(f) for f in functions]
+                        return _ltoir(code), symbols
+                    finally:
+                        library().commondxDestroyCode(code)
+                finally:
+                    for f in functions:
+                        library().cublasdxDestroyDeviceFunction(f)
+                    for t in tensors:
+                        library().cublasdxDestroyTensor(t)
+        except MathdxError as e:
+            raise _invalid(spec, e) from e
+
+
+def _function_symbol(f) -> str:
+    size = _size_t()
+    _call("cublasdxGetDeviceFunctionTraitStrSize", f, _DEVICE_FUNCTION_TRAIT_SYMBOL,
+          ctypes.byref(size))
+    buf = ctypes.create_string_buffer(size.value)
+    _call("cublasdxGetDeviceFunctionTraitStr", f, _DEVICE_FUNCTION_TRAIT_SYMBOL, size, buf)
+    return buf.value.decode()
