@@ -163,6 +163,44 @@ def box_distributions():
           np.complex128, "box rfft")
 
 
+def random_tiling(shape, seed):
+    """Every process's Box of a random grid tiling of ``shape`` with random uneven cuts."""
+    rng = np.random.default_rng(seed)
+    grid = [1] * len(shape)
+    left = P
+    for f in (2, 2, 3, 5, 7):  # spread P's small prime factors over random axes
+        while left % f == 0:
+            grid[int(rng.integers(len(shape)))] *= f
+            left //= f
+    grid[int(rng.integers(len(shape)))] *= left
+    cuts = [np.sort(np.concatenate(([0, n], rng.integers(0, n + 1, g - 1))))
+            for n, g in zip(shape, grid)]
+    boxes = []
+    for r in range(P):
+        pos = np.unravel_index(r, grid)
+        boxes.append(Box([int(c[i]) for c, i in zip(cuts, pos)],
+                         [int(c[i + 1]) for c, i in zip(cuts, pos)]))
+    return boxes
+
+
+@check("fft_boxes")
+def random_box_tilings_in_and_out():
+    for seed, shape in enumerate([(11,), (7, 9), (6, 5, 4), (8, 3, 5), (12, 10)]):
+        for dtype in (np.complex64, np.float64):
+            x = rand(shape, dtype, 30 + seed)
+            ins = random_tiling(shape, 100 + seed)
+            fwd = np.fft.fftn(x) if dtype == np.complex64 else np.fft.rfftn(x)
+            outs = random_tiling(fwd.shape, 200 + seed)
+            a = block(x, ins[RANK]._index_sets(RANK, P, shape))
+            fn = dist.fft.fft if dtype == np.complex64 else dist.fft.rfft
+            y = fn(a, distribution=[ins[RANK], outs[RANK]])
+            want = block(fwd, outs[RANK]._index_sets(RANK, P, fwd.shape))
+            close(y, want, dtype, f"random boxes {shape} {dtype.__name__} seed {seed}")
+            z = redistribute(a, ins[RANK], random_tiling(shape, 300 + seed)[RANK])
+            assert np.array_equal(
+                z, block(x, random_tiling(shape, 300 + seed)[RANK]._index_sets(RANK, P, shape)))
+
+
 @check("fft_stateful")
 def stateful_fft_reset_and_inverse():
     x = rand((12, 10, 6), np.complex128, 7)

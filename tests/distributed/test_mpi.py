@@ -45,7 +45,8 @@ def test_four_processes(group):
 
 
 def test_three_processes_uneven_splits():
-    out = run_mpi(3, os.path.join(HERE, "mpi_worker.py"), "fft_r2c", "redistribute", "errors")
+    out = run_mpi(3, os.path.join(HERE, "mpi_worker.py"), "fft_r2c", "fft_boxes", "redistribute",
+                  "errors")
     assert out.strip().splitlines()[-1].endswith(" 0 failed"), out
 
 
