@@ -191,8 +191,10 @@ def _mlp_backward(ctx, dy, _dh, _daux):
     if need_w2 or need_b2:
         dw2, db2 = linear_wgrad(h, dy, ctx.has_b2 and need_b2)
     if need_x or need_w1 or need_b1:
-        if ctx.activation == "none":
-            dz, db1 = dy @ w2, None
+        if ctx.activation == "none" or x.shape[0] == w1.shape[0]:
+            # tokens == hidden: the aux matrix's shape fits both frames, and cuweave tells
+            # them apart only by a bounded registry of recent forward outputs; unfused here
+            dz, db1 = _act_grad(ctx.activation, dy @ w2, h, aux, w1.shape[0]), None
             if ctx.has_b1 and need_b1:
                 db1 = dz.sum(0)
         else:
