@@ -48,10 +48,10 @@ __ua_domain__ = "numpy.scipy.fft"
 
 #: NumPy arrays run on the GPU when their transform holds at least this many elements, SciPy
 #: would run it on one thread and a GPU is usable; ``None`` keeps them on SciPy's CPU path.
-#: Measured on an H200 host (results/fft_scipy.md), copies over PCIe included: at 2**16
-#: complex64 elements the GPU route about ties single-threaded pocketfft (0.25 vs 0.22 ms), at
-#: 2**20 it is 2.7x faster; against 16 workers it loses at both sizes.
-numpy_gpu_min_elements: int | None = 1 << 17
+#: Measured on an H200 host (benchmarks/results/fft_scipy.md, batches of 1024-point complex64
+#: FFTs, copies over PCIe included), the GPU route against single-threaded pocketfft: 0.77x at
+#: 2**16 elements, 0.81x at 2**17, 2.5x at 2**20; against 16 workers it loses at every size.
+numpy_gpu_min_elements: int | None = 1 << 18
 
 _GPU: list = []  # [bool] once known
 
