@@ -1,6 +1,6 @@
 """Run cuweave's benchmarks side by side with torch, CuPy and nvmath-python.
 
-    python benchmarks/run.py --engines matmul,fft,fft_scipy,device_fft,matmul_cpu [--quick] \
+    python benchmarks/run.py --engines matmul,fft,fft_scipy,device_fft,matmul_cpu,torch [--quick] \
         --out DIR
 
 Each engine lives in ``benchmarks/cases_<engine>.py`` with ``run(results, quick)``. Results go
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from harness import Results  # noqa: E402
 
-GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft")
+GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "torch")
 
 
 def main(argv=None) -> int:

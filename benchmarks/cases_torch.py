@@ -1,0 +1,149 @@
+"""cuweave.torch fused layers vs torch eager and torch.compile, side by side.
+
+Cases: an MLP block (Linear → GELU(tanh) → Linear) forward + backward (input and parameter
+gradients) in bf16 at tokens 8192, hidden 4096, ffn 16384: cuweave ``FusedMLP`` eager and
+under ``torch.compile``, torch eager, torch.compile (default mode). A small step (tokens 64)
+captured in a CUDA graph vs the same step eager. A probe: can a plain
+``cuweave.linalg.advanced.matmul`` be captured in a CUDA graph after a warm-up?
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from harness import gpu_times_interleaved, peer
+
+
+def _blocks(torch, hidden, ffn, act, dtype):
+    from cuweave.torch import FusedMLP
+
+    torch.manual_seed(0)
+    fused = FusedMLP(hidden, ffn, activation=act, device="cuda", dtype=dtype)
+    gelu = torch.nn.GELU(approximate="tanh") if act == "gelu" else torch.nn.ReLU()
+    plain = torch.nn.Sequential(torch.nn.Linear(hidden, ffn, device="cuda", dtype=dtype), gelu,
+                                torch.nn.Linear(ffn, hidden, device="cuda", dtype=dtype))
+    plain.load_state_dict({"0.weight": fused.fc1.weight, "0.bias": fused.fc1.bias,
+                           "2.weight": fused.fc2.weight, "2.bias": fused.fc2.bias})
+    return fused, plain
+
+
+def _step(torch, module, x, dy):
+    """forward + backward: the input and every parameter gradient (no accumulation)."""
+    inputs = [x, *module.parameters()]
+
+    def step():
+        return torch.autograd.grad(module(x), inputs, dy)
+
+    return step
+
+
+def mlp_block(res, torch, quick, act="gelu"):
+    tokens, hidden, ffn = 8192, 4096, 16384
+    dtype = torch.bfloat16
+    fused, plain = _blocks(torch, hidden, ffn, act, dtype)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=dtype, requires_grad=True)
+    dy = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
+    case = f"MLP {act} fwd+bwd bf16 T={tokens} h={hidden} ffn={ffn}"
+    impls = {"cuweave FusedMLP": _step(torch, fused, x, dy),
+             "torch eager": _step(torch, plain, x, dy),
+             "torch.compile": torch.compile(_step(torch, plain, x, dy)),
+             "cuweave FusedMLP + torch.compile": torch.compile(_step(torch, fused, x, dy),
+                                                               fullgraph=True)}
+    flops = 3 * 2 * (2.0 * tokens * hidden * ffn)
+    for impl, ms in gpu_times_interleaved(impls, iters=5 if quick else 10, warmup=3).items():
+        res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
+        res.add(case=case, impl=impl, metric="TFLOP/s", unit="TFLOP/s",
+                value=flops / (ms * 1e-3) / 1e12)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP", den="torch eager",
+                  higher_is_better=False, target=1.15)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP", den="torch.compile",
+                  higher_is_better=False, target=1.0)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP + torch.compile",
+                  den="torch.compile", higher_is_better=False, target=1.0)
+
+
+def _graphed(torch, step):
+    """``step`` captured in a CUDA graph after a warm-up on a side stream; returns replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def small_step(res, torch, quick, hidden=4096, ffn=16384):
+    tokens, dtype = 64, torch.bfloat16
+    fused, plain = _blocks(torch, hidden, ffn, "gelu", dtype)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=dtype, requires_grad=True)
+    dy = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
+    case = f"MLP gelu fwd+bwd bf16 T={tokens} h={hidden} ffn={ffn}"
+    impls = {"cuweave FusedMLP + CUDA graph": _graphed(torch, _step(torch, fused, x, dy)),
+             "cuweave FusedMLP eager": _step(torch, fused, x, dy),
+             "torch eager": _step(torch, plain, x, dy),
+             "torch + CUDA graph": _graphed(torch, _step(torch, plain, x, dy))}
+    for impl, ms in gpu_times_interleaved(impls, iters=20 if quick else 50, warmup=3).items():
+        res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP + CUDA graph", den="torch eager",
+                  higher_is_better=False, target=2.0)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP + CUDA graph",
+                  den="cuweave FusedMLP eager", higher_is_better=False)
+    res.add_ratio(case=case, metric="ms", num="cuweave FusedMLP + CUDA graph",
+                  den="torch + CUDA graph", higher_is_better=False)
+
+
+def capture_probe(res, torch, quick):
+    """Whether ``linalg.advanced.matmul`` (function form) and a planned ``Matmul`` survive
+    CUDA graph capture after a warm-up on the capturing stream (1 = captured and replayed
+    with the right result, 0 = failed; the error is printed)."""
+    from cuweave.linalg.advanced import Matmul, matmul
+
+    a = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    b = torch.randn(128, 64, device="cuda", dtype=torch.float16)
+    bias = torch.randn(1, 64, device="cuda", dtype=torch.float16)
+    ref = torch.relu(a.float() @ b.float() + bias.float())
+    mm = Matmul(a, b)
+    mm.plan(epilog="relu_bias", epilog_inputs={"bias": bias})
+    forms = {"matmul() function form": lambda: matmul(a, b, epilog="relu_bias",
+                                                     epilog_inputs={"bias": bias}),
+             "planned Matmul.execute()": mm.execute}
+    for name, fn in forms.items():
+        ok = 0.0
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(side):
+                fn()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, stream=side):
+                    out = fn()
+            graph.replay()
+            torch.cuda.synchronize()
+            ok = float(torch.allclose(out.float(), ref, rtol=1e-2, atol=1e-1))
+        except Exception as e:
+            print(f"   capture probe, {name}: {type(e).__name__}: {str(e)[:300]}")
+        torch.cuda.synchronize()
+        res.add(case="CUDA graph capture after warm-up", impl=name, metric="captured",
+                unit="1=yes", value=ok)
+    mm.free()
+
+
+def run(results, quick: bool) -> None:
+    torch = peer("torch")
+    if torch is None or not torch.cuda.is_available():
+        print("   torch with CUDA is needed for the torch benchmarks; skipped")
+        return
+    parts = [(mlp_block, {}), (small_step, {}), (small_step, {"hidden": 1024, "ffn": 4096}),
+             (capture_probe, {})]
+    if not quick:
+        parts.insert(1, (mlp_block, {"act": "relu"}))
+    for part, kw in parts:
+        try:
+            part(results, torch, quick, **kw)
+        except Exception:
+            traceback.print_exc()
+        torch.cuda.synchronize()
