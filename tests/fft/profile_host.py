@@ -19,7 +19,7 @@ import timeit
 import torch
 
 import cuweave.fft as F
-from tests.fft._cuda_stub import build_native, fake_cuda
+from tests.fakes.cufft import build_native, fake_cuda
 
 
 def _us(fn, number=20000, repeat=7) -> float:

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 import cuweave.fft as F
 from cuweave._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
-
-from ._helpers import reference, rel_l2, rng_array, tol
+from tests.references import fft_reference as reference
+from tests.references import fft_tol as tol
+from tests.references import rel_l2, rng_array
 
 SHAPES = {  # (shape, axes): even, odd, prime, batched, 1-D..3-D
     "1d-even": ((64,), None),

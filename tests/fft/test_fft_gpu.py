@@ -7,8 +7,9 @@ import pytest
 
 import cuweave.fft as F
 from cuweave._internal.errors import InvalidOperandError, UnsupportedLayoutError
-
-from ._helpers import COMPLEX_OF, reference, rel_l2, rng_array, to_numpy, tol
+from tests.references import COMPLEX_OF, rel_l2, rng_array, to_numpy
+from tests.references import fft_reference as reference
+from tests.references import fft_tol as tol
 
 pytestmark = pytest.mark.gpu
 

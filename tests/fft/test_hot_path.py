@@ -12,8 +12,7 @@ import cuweave.fft as F
 from cuweave._bindings import cufft
 from cuweave._internal.cache import PlanCache
 from cuweave._internal.errors import CufftError, InvalidStateError
-
-from ._cuda_stub import fake_cuda
+from tests.fakes.cufft import fake_cuda
 
 torch = pytest.importorskip("torch")
 

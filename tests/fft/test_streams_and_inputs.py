@@ -17,9 +17,8 @@ import pytest
 import cuweave.fft as F
 from cuweave._internal import staging
 from cuweave._internal.errors import InvalidOptionError, InvalidStateError
-
-from ._cuda_stub import fake_cuda
-from ._helpers import rel_l2, rng_array
+from tests.fakes.cufft import fake_cuda
+from tests.references import rel_l2, rng_array
 
 torch = pytest.importorskip("torch")
 fft_mod = sys.modules["cuweave.fft.fft"]

@@ -5,9 +5,6 @@ References are float64 NumPy computations on the same inputs; errors are relativ
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,11 +20,9 @@ from cuweave.linalg.advanced import (
     matmul,
 )
 from cuweave.linalg.advanced._cpu import unpack_relu_mask
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_matmul_refs import dgelu as ref_gelu_grad  # noqa: E402
-from test_matmul_refs import gelu as ref_gelu  # noqa: E402
-from test_matmul_refs import rel_err as rel_l2  # noqa: E402
+from tests.references import dgelu as ref_gelu_grad
+from tests.references import gelu as ref_gelu
+from tests.references import rel_l2
 
 BOUND = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.5e-2,
          "complex64": 2e-6, "complex128": 1e-12}

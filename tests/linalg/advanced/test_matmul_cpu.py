@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import pickle
-import sys
 
 import numpy as np
 import pytest
@@ -31,9 +29,9 @@ from cuweave.linalg.advanced import (
 from cuweave.linalg.advanced import matmul as matmul_module  # noqa: F401
 from cuweave.linalg.advanced._function import plan_cache
 from cuweave.linalg.advanced._layout import analyze
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_matmul_refs import TOL, dgelu, forward, rel_err  # noqa: E402
+from tests.references import MATMUL_TOL as TOL
+from tests.references import dgelu, forward
+from tests.references import rel_l2 as rel_err
 
 CPU = {"execution": "cpu"}
 

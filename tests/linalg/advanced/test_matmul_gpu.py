@@ -3,15 +3,10 @@ passes, CPU/GPU agreement, lifecycle, host operands, fp8. Run with ``-m gpu``.""
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_matmul_refs import TOL, dgelu, forward, rel_err  # noqa: E402
 
 from cuweave._internal.errors import (  # noqa: E402
     CublasLtError,
@@ -28,6 +23,9 @@ from cuweave.linalg.advanced import (  # noqa: E402
     matrix_qualifiers_dtype,
 )
 from cuweave.linalg.advanced._function import plan_cache  # noqa: E402
+from tests.references import MATMUL_TOL as TOL
+from tests.references import dgelu, forward
+from tests.references import rel_l2 as rel_err
 
 pytestmark = pytest.mark.gpu
 M, N, K = 40, 24, 32

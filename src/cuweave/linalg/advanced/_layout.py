@@ -11,6 +11,7 @@ tested, without a GPU.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -211,19 +212,34 @@ def _same_strides(shape, a, b) -> bool:
 
 
 # Frames of aux arrays produced in this process, so an ambiguous (M == N) backward pass uses the
-# forward pass's frame. Keyed by (data pointer, shape); bounded.
+# forward pass's frame. Keyed by (data pointer, shape) and valid only while the array produced
+# there is alive (a caching allocator hands a freed address out again); bounded.
 _AUX_FRAMES: OrderedDict = OrderedDict()
 
 
-def remember_aux_frame(ptr: int, shape, swap: bool) -> None:
-    _AUX_FRAMES[(int(ptr), tuple(shape))] = swap
-    _AUX_FRAMES.move_to_end((int(ptr), tuple(shape)))
+def remember_aux_frame(arr, ptr: int, shape, swap: bool) -> None:
+    """Remember that the aux output ``arr`` (at ``ptr``, of ``shape``) is in frame ``swap``."""
+    try:
+        ref = weakref.ref(arr)
+    except TypeError:  # an object without weak references: valid until evicted
+        ref = None
+    key = (int(ptr), tuple(shape))
+    _AUX_FRAMES[key] = (ref, swap)
+    _AUX_FRAMES.move_to_end(key)
     while len(_AUX_FRAMES) > 256:
         _AUX_FRAMES.popitem(last=False)
 
 
 def recall_aux_frame(ptr: int, shape) -> bool | None:
-    return _AUX_FRAMES.get((int(ptr), tuple(shape)))
+    """The frame of an aux output at ``ptr`` of ``shape`` still alive, else None."""
+    entry = _AUX_FRAMES.get((int(ptr), tuple(shape)))
+    if entry is None:
+        return None
+    ref, swap = entry
+    if ref is not None and ref() is None:  # that array is gone: the address means nothing
+        del _AUX_FRAMES[(int(ptr), tuple(shape))]
+        return None
+    return swap
 
 
 def choose_swap(*, forced: dict, a_col_major: bool) -> bool:

@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 
-from ..._internal import cuda
 from ..._internal.arrays import check_same_place
 from ..._internal.errors import (
     CublasLtError,
@@ -30,7 +29,6 @@ from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
     alignment,
-    dense_bytes,
     frame_constraints,
     perm_from_strides,
     staged,
@@ -52,19 +50,12 @@ from ._options import (
     MatmulPlanPreferences,
     MatmulQuantizationScales,
 )
+from ._run import build_run, squeeze
 from ._types import resolve_types
 
 __all__ = ["Matmul"]
 
 _log = get_logger("linalg.advanced")
-
-
-def _squeeze(obj, axes):
-    if not hasattr(obj, "squeeze"):
-        return obj
-    for ax in sorted(axes):
-        obj = obj.squeeze(ax)
-    return obj
 
 
 def _batched_view(arr, count):
@@ -73,19 +64,6 @@ def _batched_view(arr, count):
     v.shape = (count, *arr.shape[-2:]) if arr.shape[-1:] != (1,) and arr.ndim >= 2 and \
         arr.size // count != arr.shape[-1] else (count, arr.size // count)
     return v
-
-
-def _flat(arr: np.ndarray) -> np.ndarray:
-    """The bytes of a dense host array as they go to the device (any axis order)."""
-    flat = dense_bytes(arr)
-    return arr if flat is None else flat
-
-
-class _HotPath:
-    """What one CUDA run needs, resolved at plan time (see ``Matmul._build_hot_path``)."""
-
-    __slots__ = ("current_stream", "src", "c_mode", "general", "blocking", "result", "inputs",
-                 "outputs")
 
 
 class Matmul(StatefulObject):
@@ -125,8 +103,9 @@ class Matmul(StatefulObject):
     ([6.0, 6.0], [0.0, 0.0])
     """
 
-    _fast = None  # the lean CUDA run of execute() where it applies now (_refresh_fast)
-    _fast_run = None  # that run, built by plan(); None where every run needs the general path
+    _run = None  # the one CUDA run, specialized by plan() (_run.build_run)
+    _fast_run = None  # _run where no optional step applies (execute() calls it unchecked)
+    _fast = None  # _fast_run while it applies now: operands bound, no fixed stream
     _spare_ops = None  # operand records the function form refills on a cache hit (_function)
 
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
@@ -173,7 +152,6 @@ class Matmul(StatefulObject):
         self._engine = None
         self._binding = None
         self._algorithms = None
-        self._hot = None  # the per-call state of the CUDA path, built by plan()
         self._bind_operands(ops)
         self._problem = self._analyze({})  # validates shapes/layouts now
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
@@ -233,7 +211,7 @@ class Matmul(StatefulObject):
         ptr = resolve_stream(stream, package=self._package,
                              device_id=self._device_id or 0).ptr  # validates on the CPU too
         self._stream = stream
-        self._stream_ptr = None if self._on_cpu or self._hot is None else ptr
+        self._stream_ptr = None if self._on_cpu or self._run is None else ptr
         self._refresh_fast()
 
     # ---------------------------------------------------------------- operands
@@ -367,8 +345,8 @@ class Matmul(StatefulObject):
         else:
             self._algorithms = self._plan_cuda(spec, p, prefs, algorithms)
             self._engine.set_scalars(self._alpha, self._beta)
-            self._hot = self._build_hot_path()
-            self._fast_run = self._build_fast_run()
+            self._run, lean = build_run(self)
+            self._fast_run = self._run if lean else None
             self._stream_ptr = (None if self._stream is None else
                                 self._resolve_stream(self._stream))
         self._mark_planned()
@@ -454,11 +432,13 @@ class Matmul(StatefulObject):
         if self._on_cpu:
             self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
             return list(self._algorithms)
-        s = self._resolve_stream(stream)
-        state = {} if self._hot.general else None
+        given = self._resolve_stream(stream)  # None: the current stream, read by the run
+        s = given if given is not None else self._adapter.stream_getter(self._device_id)()
+        keep = []  # the run's result and aux outputs stay alive while they are written
 
-        def bind():
-            return self._bind_run(s, stream is not None, state)[:4]
+        def bind():  # the one run, bound but not called: the engine times the call
+            return self._run(self, given, None,
+                             tune=lambda a, b, c, d, out: keep.append(out) or (a, b, c, d))
 
         algos = self._engine.autotune(bind, iterations, prune, s, self._log)
         self._algorithms = algos
@@ -469,78 +449,16 @@ class Matmul(StatefulObject):
         return list(algos)
 
     # ---------------------------------------------------------------- execute
-    def _build_hot_path(self) -> _HotPath:
-        """Resolve at plan time everything a CUDA run needs besides the current pointers."""
-        from ._binding import _A
-
-        p, t, bind, dev = self._problem, self._types, self._binding, self._device_id
-        pkg = self._adapter
-        hot = _HotPath()
-        hot.current_stream = pkg.stream_getter(dev)
-        hot.src = ("b", "a") if p.swap else ("a", "b")
-        hot.c_mode = 1 if p.c is not None else (2 if t["c_layout"] != t["d"] else 0)
-        hot.general = self._host or p.c_broadcast or t["fp8"]
-        hot.blocking = self.options.blocking is True
-        hot.result = None if self.options.inplace or self._host else pkg.result_allocator(
-            p.result_shape, t["d"], p.result_perm, dev)
-        hot.inputs = tuple((k, _A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER)
-                           for k in bind.inputs)
-        outputs = []
-        for user, ltname, shape, strides, dtype in bind.outputs:
-            perm = perm_from_strides(shape, strides)
-            is_aux = ltname == bind.lt.aux_output  # an aux matrix, else a bias gradient
-            attr = _A.EPILOGUE_AUX_POINTER if is_aux else _A.BIAS_POINTER
-            # frames are remembered only where a backward pass could not tell them apart
-            remember = shape if is_aux and p.user_m == p.user_n else None
-            alloc = None if self._host else pkg.result_allocator(shape, dtype, perm, dev)
-            outputs.append((user, ltname, attr, alloc, (shape, dtype, perm), remember))
-        hot.outputs = tuple(outputs)
-        return hot
-
-    def _build_fast_run(self):
-        """The common CUDA run as one closure, or None where a run needs the general path.
-
-        It covers device operands on the package's current stream, a new result (or ``c`` in
-        place) and no aux outputs (bias and aux inputs included): everything else was resolved
-        at plan time, so a run is: current stream, allocate the result, patch four pointers,
-        one C call.
-        :meth:`_refresh_fast` enables it while operands are bound and no stream is fixed.
-        """
-        hot, eng, p = self._hot, self._engine, self._problem
-        if (self._host or hot.general or hot.blocking or hot.outputs or p.squeeze
-                or eng.multi_device):
-            return None
-        current, alloc, run, res_, x, y = hot.current_stream, hot.result, eng.run, eng.res, \
-            *hot.src
-        mode, inputs, binding = hot.c_mode, hot.inputs, self._binding
-
-        def fast_run(mm):  # the Matmul is an argument: a closure over it would be a cycle
-            ops = mm._ops
-            s = current()
-            if s != res_.last:
-                res_.enter(s)
-            if alloc is None:  # in place: the result is c
-                res, d = ops["c"].obj, ops["c"].ptr
-            else:
-                res, d = alloc(s, False)
-            for k, attr in inputs:
-                eng.set_pointer(attr, binding.inputs[k].ptr)
-            c = d if mode == 0 else (ops["c"].ptr if mode == 1 else eng.workspace_ptr or 0)
-            run(ops[x].ptr, ops[y].ptr, c, d, None, s)
-            return res
-
-        return fast_run
-
     def _refresh_fast(self) -> None:
-        """Enable the lean run while operands are bound and runs use the current stream."""
+        """Let ``execute()`` call the lean run directly while operands are bound and runs use
+        the current stream."""
         ok = self._ops is not None and self._stream_ptr is None and not self._freed
         self._fast = self._fast_run if ok else None
 
-    def _resolve_stream(self, stream) -> int:
+    def _resolve_stream(self, stream) -> int | None:
+        """The stream handle of a run (``None``: the package's current one, read by the run)."""
         if stream is None:
-            if self._stream_ptr is not None:
-                return self._stream_ptr
-            return self._hot.current_stream()
+            return self._stream_ptr
         return resolve_stream(stream, package=self._package,
                               device_id=self._device_id or 0).ptr
 
@@ -555,15 +473,17 @@ class Matmul(StatefulObject):
                                     "reset_operands() first")
         if algorithm is not None:
             _check_algorithm(algorithm)
-        if self._on_cpu:
-            if stream is not None:
-                resolve_stream(stream, package=self._package)  # validates
-            result, aux = self._execute_cpu()
-        else:
-            result, aux = self._execute_cuda(algorithm, release_workspace, stream)
-        squeeze = self._problem.squeeze
-        if squeeze:
-            result = _squeeze(result, squeeze)
+        if not self._on_cpu:
+            out = self._run(self, self._resolve_stream(stream), algorithm)
+            if release_workspace:
+                self._engine.release_workspace()
+            return out
+        if stream is not None:
+            resolve_stream(stream, package=self._package)  # validates
+        result, aux = self._execute_cpu()
+        squeezed = self._problem.squeeze
+        if squeezed:
+            result = squeeze(result, squeezed)
         return (result, aux) if aux else result
 
     def _new_result(self, stream):
@@ -633,144 +553,11 @@ class Matmul(StatefulObject):
     def _remember_aux(self, aux) -> None:
         for user, op in aux.values():
             if user == self._binding.spec.aux_output:
-                remember_aux_frame(op.ptr, op.shape, self._problem.swap)
-
-    def _execute_cuda(self, algorithm, release_workspace, stream):
-        s = self._resolve_stream(stream)
-        hot, eng = self._hot, self._engine
-        if eng.multi_device or s != eng.res.last:
-            eng.enter(s)
-        state = {} if hot.general else None
-        a, b, c, d, res, aux = self._bind_run(s, stream is not None or
-                                              self._stream_ptr is not None, state)
-        self._engine.run(a, b, c, d, algorithm, s)
-        if self._host:
-            res, aux = self._collect_staged(res, d, aux, state, s)
-        elif hot.blocking:
-            cuda.synchronize(s)
-        if state and "result_amax" in state:
-            aux = aux or {}
-            aux["result_amax"] = state["result_amax"].obj
-        if release_workspace:
-            self._engine.release_workspace()
-        return res, aux
-
-    def _bind_run(self, s, foreign, state):
-        """``(a, b, c, d, result, aux)`` of one run: device pointers in the lt frame, the
-        result, and the aux outputs; epilog and fp8 pointers are bound to the descriptor."""
-        if self._host:
-            return self._bind_staged(s, state)
-        hot, ops, eng = self._hot, self._ops, self._engine
-        if hot.result is None:  # in place
-            res, d = ops["c"].obj, ops["c"].ptr
-        else:
-            res, d = hot.result(s, foreign)
-        mode = hot.c_mode
-        c = d if mode == 0 else (ops["c"].ptr if mode == 1 else eng.workspace_ptr or 0)
-        aux = None
-        if hot.outputs or hot.inputs:
-            inputs = self._binding.inputs
-            for k, attr in hot.inputs:
-                eng.set_pointer(attr, inputs[k].ptr)
-            aux = {}
-            for user, _lt, attr, alloc, _layout, remember in hot.outputs:
-                aux[user], ptr = alloc(s, foreign)
-                eng.set_pointer(attr, ptr)
-                if remember is not None:
-                    remember_aux_frame(ptr, remember, self._problem.swap)
-        if state is not None:
-            self._bind_extras(res, d, s, state)
-        x, y = hot.src
-        return ops[x].ptr, ops[y].ptr, c, d, res, aux
-
-    def _bind_staged(self, s, state):
-        """:meth:`_bind_run` for host operands: one pipelined upload of every input."""
-        p, eng, hot, bind = self._problem, self._engine, self._hot, self._binding
-        items = [(k, _flat(arr)) for k, (arr, _) in self._staged.items()
-                 if k != "c" or p.c is not None]
-        items += [("in_" + k, _flat(staged(bind.inputs[k])[0])) for k, _ in hot.inputs]
-        ptr = dict(zip([name for name, _ in items], eng.upload(items, s)))
-        res = self._new_result(0)
-        d = ptr["c"] if self.options.inplace else eng.device_buffer("d", 0, s)
-        mode = hot.c_mode
-        c = d if mode == 0 else (ptr["c"] if mode == 1 else eng.workspace_ptr or 0)
-        for k, attr in hot.inputs:
-            eng.set_pointer(attr, ptr["in_" + k])
-        aux = []
-        ref = self._ops["a"]
-        for user, ltname, attr, _alloc, (shape, dtype, perm), remember in hot.outputs:
-            op = empty(ref, shape, dtype, perm=perm)
-            dptr = eng.device_buffer("out_" + ltname, op.size * op.itemsize, s)
-            eng.set_pointer(attr, dptr)
-            aux.append((user, op, dptr))
-            if remember is not None:
-                remember_aux_frame(op.ptr, remember, p.swap)
-        self._bind_extras(res, d, s, state)
-        x, y = hot.src
-        return ptr[x], ptr[y], c, d, res, aux
-
-    def _collect_staged(self, res, d, aux, state, s):
-        """Download the result, aux outputs and amax of a run on host operands."""
-        self._download(res, d, s)
-        out = {}
-        for user, op, dptr in aux:
-            self._download(op, dptr, s)
-            out[user] = op.obj
-        if "result_amax" in state:
-            self._download(state["result_amax"], state["amax_ptr"], s)
-        return res.obj, out
-
-    def _bind_extras(self, res, d_ptr, s, state) -> None:
-        if self._problem.c_broadcast:
-            self._materialize_c(res, d_ptr, s)
-        if self._types["fp8"]:
-            self._bind_fp8(state, s)
-
-    def _materialize_c(self, res, d_ptr, s) -> None:
-        p = self._problem
-        full = p.batch_shape + (p.user_m, p.user_n)
-        if self._host:
-            host = res.host_array()
-            np.copyto(host, np.broadcast_to(self._staged["c"][0], full), casting="unsafe")
-            self._engine.upload([("d", _flat(host))], s)
-            return
-        self._adapter.broadcast_into(res, self._ops["c"].obj, full, s, self._device_id)
-
-    def _bind_fp8(self, state, s) -> None:
-        from ._binding import _A
-
-        eng, sc = self._engine, self._scale_ops
-        for name, attr in (("a", _A.A_SCALE_POINTER), ("b", _A.B_SCALE_POINTER),
-                           ("c", _A.C_SCALE_POINTER), ("d", _A.D_SCALE_POINTER)):
-            v = sc.get(name)
-            if v is None:
-                continue
-            if isinstance(v, float) or v.device == "cpu":  # host: uploaded, never passed
-                host = np.array([scale_value(v)], np.float32)
-                eng.set_pointer(attr, eng.upload([("scale_" + name, host)], s)[0])
-            else:  # checked: float32 on the operands' device
-                eng.set_pointer(attr, v.ptr)
-        if self.options.result_amax:
-            ref = self._ops["a"]
-            amax = empty(ref, (1,), "float32", device_id=self._device_id, stream=s)
-            state["result_amax"] = amax
-            ptr = eng.device_buffer("amax", 4, s) if self._host else amax.ptr
-            state["amax_ptr"] = ptr
-            eng.set_pointer(_A.AMAX_D_POINTER, ptr)
-
-    def _download(self, op, ptr, s) -> None:
-        host = op.host_array()
-        flat = dense_bytes(host)
-        if flat is not None:
-            self._engine.download(ptr, flat, s)
-            return
-        tmp = np.empty(host.shape, host.dtype)
-        self._engine.download(ptr, tmp, s)
-        host[...] = tmp
+                remember_aux_frame(op.obj, op.ptr, op.shape, self._problem.swap)
 
     # ---------------------------------------------------------------- cleanup
     def _release(self) -> None:
-        self._fast = self._fast_run = None
+        self._fast = self._fast_run = self._run = None
         if self._engine is not None:
             self._engine.free()
             self._engine = None

@@ -1,0 +1,1 @@
+"""cuweave's test suite."""
