@@ -92,14 +92,24 @@ def test_not_implemented_cases(served_on_cpu):
     assert ua(sfft.rfft, (x + 1j,), {}) is NotImplemented  # SciPy raises its own TypeError
     assert ua(sfft.fft, (x,), {"n": 0}) is NotImplemented
     assert ua(sfft.fft, (x,), {"workers": 0}) is NotImplemented
-    assert ua(sfft.fft, (x,), {"workers": 3}) is NotImplemented  # SciPy's threads win
-    assert ua(sfft.fft, (x,), {"workers": -1}) is NotImplemented
-    with sfft.set_workers(2):
+    for workers in (1, 3, -1):  # an explicit CPU request: SciPy's threads
+        assert ua(sfft.fft, (x,), {"workers": workers}) is NotImplemented
+    with sfft.set_workers(2):  # SciPy's threads beat the copies over PCIe
         assert ua(sfft.fft, (x,), {}) is NotImplemented
     assert not served_on_cpu
-    assert ua(sfft.fft, (x,), {"workers": 1}) is not NotImplemented
     assert ua(sfft.fft, (x,), {}) is not NotImplemented
+    with sfft.set_workers(1):
+        assert ua(sfft.fft, (x,), {}) is not NotImplemented
     assert len(served_on_cpu) == 2
+
+
+def test_engine_cpu_execution_is_not_rerouted(served_on_cpu):
+    """cuweave's CPU engine calls scipy.fft with ``workers``: the backend leaves it to SciPy."""
+    x = rng_array((512, 1024), "complex64")
+    with sfft.set_backend(B):
+        y = F.fft(x, axes=(1,), execution=F.ExecutionCPU(num_threads=1))
+    assert not served_on_cpu
+    np.testing.assert_allclose(y, np.fft.fft(x, axis=1), rtol=1e-4, atol=1e-3)
 
 
 def test_numpy_size_rule(monkeypatch, served_on_cpu):
@@ -153,7 +163,7 @@ def test_one_d_through_scipy(served_on_cpu, name, case, dtype):
     x = _input(name, shape, dtype)
     keep = x.copy()
     with sfft.set_backend(B):
-        y = getattr(sfft, name)(x, overwrite_x=True, workers=1, **kw)
+        y = getattr(sfft, name)(x, overwrite_x=True, **kw)
     assert served_on_cpu
     _check(y, name, x, **kw)
     np.testing.assert_array_equal(x, keep)  # overwrite_x allows, never needs, overwriting

@@ -17,8 +17,9 @@ CPU transforms).
 - **CuPy arrays** run on cuFFT through cuweave's cached plans (``norm`` fused into the
   transform); the result is a CuPy array of SciPy's dtype (float32/complex64 stay single
   precision).
-- **NumPy arrays** run on the GPU when one is usable, SciPy would compute on a single thread
-  (``workers`` None or 1 and no :func:`scipy.fft.set_workers` context asking for more) and the
+- **NumPy arrays** run on the GPU when one is usable, ``workers`` is not given (an explicit
+  ``workers`` asks for SciPy's CPU threads; cuweave's own CPU execution passes one too), no
+  :func:`scipy.fft.set_workers` context asks for more than one thread, and the
   transform holds at least :data:`numpy_gpu_min_elements` elements (the larger of the fitted
   input and the result): below that, or against several CPU threads, the copies to the device
   and back cost more than SciPy's CPU transform. The result is a NumPy array. Otherwise
@@ -47,7 +48,8 @@ __all__ = ["__ua_domain__", "__ua_function__", "numpy_gpu_min_elements"]
 __ua_domain__ = "numpy.scipy.fft"
 
 #: NumPy arrays run on the GPU when their transform holds at least this many elements, SciPy
-#: would run it on one thread and a GPU is usable; ``None`` keeps them on SciPy's CPU path.
+#: would run it on one thread (``workers`` not given) and a GPU is usable; ``None`` keeps them
+#: on SciPy's CPU path.
 #: Measured on an H200 host (benchmarks/results/fft_scipy.md, batches of 1024-point complex64
 #: FFTs, copies over PCIe included), the GPU route against single-threaded pocketfft: 0.77x at
 #: 2**16 elements, 0.81x at 2**17, 2.5x at 2**20; against 16 workers it loses at every size.
@@ -102,14 +104,11 @@ def check_workers(workers) -> None:
             f"workers must not be less than -os.cpu_count() = {-cpus}, got {w}")
 
 
-def _cpu_threads(workers) -> int:
-    """The threads SciPy would use for ``workers`` (``None``: :func:`scipy.fft.get_workers`)."""
-    if workers is None:
-        import scipy.fft
+def _default_threads() -> int:
+    """The threads SciPy uses when ``workers`` is not given (:func:`scipy.fft.set_workers`)."""
+    import scipy.fft
 
-        workers = scipy.fft.get_workers()
-    w = operator.index(workers)
-    return w if w > 0 else max(1, (os.cpu_count() or 1) + 1 + w)
+    return scipy.fft.get_workers()
 
 
 def _serve(kind, x, s, axes, norm, workers, plan, one_d):
@@ -126,8 +125,8 @@ def _serve(kind, x, s, axes, norm, workers, plan, one_d):
         return NotImplemented
     try:
         check_workers(workers)
-        if _cpu_threads(workers) != 1:
-            return NotImplemented  # SciPy's threads beat the copies over PCIe
+        if workers is not None or _default_threads() != 1:
+            return NotImplemented  # an explicit CPU request, or SciPy's threads beat the copies
         r = recipe(kind, x, s, axes, norm, one_d=one_d)
     except (ValueError, TypeError, IndexError):
         return NotImplemented  # SciPy reports its own error (or computes what we cannot)
