@@ -46,9 +46,9 @@ def mlp_block(res, torch, quick, act="gelu"):
     case = f"MLP {act} fwd+bwd bf16 T={tokens} h={hidden} ffn={ffn}"
     impls = {"cuweave FusedMLP": _step(torch, fused, x, dy),
              "torch eager": _step(torch, plain, x, dy),
-             "torch.compile": torch.compile(_step(torch, plain, x, dy)),
-             "cuweave FusedMLP + torch.compile": torch.compile(_step(torch, fused, x, dy),
-                                                               fullgraph=True)}
+             "torch.compile": _step(torch, torch.compile(plain), x, dy),
+             "cuweave FusedMLP + torch.compile": _step(
+                 torch, torch.compile(fused, fullgraph=True), x, dy)}
     flops = 3 * 2 * (2.0 * tokens * hidden * ffn)
     for impl, ms in gpu_times_interleaved(impls, iters=5 if quick else 10, warmup=3).items():
         res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
