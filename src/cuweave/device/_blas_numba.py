@@ -1,0 +1,537 @@
+"""The numba-cuda half of device GEMMs: ``MM.execute`` and the opaque-tensor API in kernels.
+
+Imported only when a kernel refers to a :class:`~cuweave.device.matmul.Matmul` attribute that
+needs code (``execute``, a layout method) or calls a tensor function (``make_tensor``,
+``copy``, ...), so ``import cuweave.device`` never imports numba.
+
+Calls go to ``extern "C"`` functions that libmathdx generated as LTO-IR; each call site adds
+its LTO-IR to the kernel's link (nvJitLink inlines it). Arguments follow libmathdx's C ABI:
+pointers as ``i8*`` (generic address space), scalars through pointers to a local copy in C's
+value type, and opaque tensors by value as ``{i8*}`` (shared and register tensors) or
+``{i8*, [1 x i64]}`` (global-memory tiles with their leading dimension).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.cuda import types
+from numba.cuda.extending import intrinsic, overload
+from numba.cuda.models import StructModel, register_model
+from numba.np.numpy_support import from_dtype
+
+from .._internal.errors import InvalidOptionError
+from . import _blas_mathdx, _cache
+from .matmul import _LAYOUTS, Layout, Matmul, _versions
+
+__all__ = ["OpaqueTensorType", "execute_function", "layout_function", "make_tensor", "copy",
+           "copy_fragment", "clear", "axpby", "copy_wait"]
+
+_lock = threading.Lock()
+_I8P = ir.IntType(8).as_pointer()
+_NONE = (types.NoneType, types.Omitted)
+
+
+class OpaqueTensorType(types.Type):
+    """numba type of an opaque cuBLASDx tensor: a buffer viewed through a :class:`Layout`."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.dtype = from_dtype(np.dtype(layout.dtype))
+        super().__init__(name=f"OpaqueTensor{layout._kernel_key()!r}")
+
+    @property
+    def gmem(self) -> bool:
+        return self.layout.memory_space == "gmem"
+
+
+@register_model(OpaqueTensorType)
+class _TensorModel(StructModel):
+    def __init__(self, dmm, fe_type):
+        members = [("ptr", types.voidptr)]
+        if fe_type.gmem:
+            members.append(("ld", types.int64))
+        super().__init__(dmm, fe_type, members)
+
+
+def _abi_struct(gmem: bool) -> ir.Type:
+    """libmathdx's in-register tensor struct (identified type, as its generated code names it)."""
+    name = "struct.libmathdx_tensor_1s_0s" if gmem else "struct.libmathdx_tensor_0s_0s"
+    t = ir.global_context.get_identified_type(name)
+    if t.is_opaque:
+        t.set_body(*([_I8P, ir.ArrayType(ir.IntType(64), 1)] if gmem else [_I8P]))
+    return t
+
+
+def _tensor_value(context, builder, ty: OpaqueTensorType, value):
+    proxy = cgutils.create_struct_proxy(ty)(context, builder, value=value)
+    st = _abi_struct(ty.gmem)
+    out = builder.insert_value(ir.Constant(st, ir.Undefined), proxy.ptr, 0)
+    if ty.gmem:
+        out = builder.insert_value(out, proxy.ld, [1, 0])
+    return out
+
+
+def _generic_pointer(builder, ptr):
+    if ptr.type.addrspace != 0:
+        ptr = builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee), "generic")
+    return builder.bitcast(ptr, _I8P)
+
+
+def _scalar_pointer(context, builder, value, from_ty, to_ty):
+    """Pointer to a 16-byte aligned local copy of ``value`` converted to ``to_ty``."""
+    v = context.cast(builder, value, from_ty, to_ty)
+    slot = cgutils.alloca_once(builder, v.type)
+    slot.align = 16
+    builder.store(v, slot)
+    return builder.bitcast(slot, _I8P)
+
+
+def _link(context, code: dict) -> None:
+    from numba.cuda import LTOIR
+
+    context.active_code_library.add_linking_file(
+        LTOIR(code["ltoir"], name=f"{code['symbol']}.ltoir"))
+
+
+def _call_extern(builder, symbol: str, values) -> None:
+    fnty = ir.FunctionType(ir.VoidType(), [v.type for v in values])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+    builder.call(fn, values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Code of device functions (cached on disk)
+# ---------------------------------------------------------------------------------------------
+
+
+def _execute_code(mm: Matmul) -> dict:
+    spec = mm._resolved
+
+    def build(key):
+        ltoir, symbol = _blas_mathdx.compile_execute(spec, spec.block_dim,
+                                                     spec.leading_dimension)
+        return {"traits": None, "symbol": symbol, "ltoir": ltoir}
+
+    return _entry([list(spec.key()), "execute", _versions()], build)
+
+
+def _function_code(mm: Matmul, kind: str, tensors: tuple) -> dict:
+    """One libmathdx tensor device function ``kind`` over ``tensors`` ((kind name, align))."""
+    spec = mm._resolved
+    fkind = getattr(_blas_mathdx.FunctionKind, kind)
+
+    def build(key):
+        kinds = [(getattr(_blas_mathdx.TensorKind, k), a) for k, a in tensors]
+        ltoir, symbols = _blas_mathdx.compile_functions(spec, spec.block_dim, [(fkind, kinds)])
+        return {"traits": None, "symbol": symbols[0], "ltoir": ltoir}
+
+    return _entry([list(spec.key()), kind, [list(t) for t in tensors], _versions()], build)
+
+
+def _entry(parts, build) -> dict:
+    key = _cache.make_key(parts)
+    entry = _cache.load(key)
+    if entry is None:
+        with _lock:
+            entry = _cache.load(key)
+            if entry is None:
+                entry = build(key)
+                _cache.store(key, entry)
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------
+# MM.execute
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_none(t) -> bool:
+    return t is None or isinstance(t, _NONE)
+
+
+def _check_dtype(mm: Matmul, got, which: str):
+    want = from_dtype(np.dtype(getattr(mm, f"{which}_value_type")))
+    if got != want:
+        raise InvalidOptionError(f"{which} must hold {want} elements for this Matmul, got {got}")
+    return want
+
+
+def _pointer_execute(mm: Matmul):
+    """Intrinsic ``(alpha, a, b, beta, c)`` on shared-memory arrays (static leading dims)."""
+
+    @intrinsic
+    def call(typingctx, alpha, a, b, beta, c):
+        if not all(isinstance(x, types.Array) for x in (a, b, c)):
+            return None
+        if not all(isinstance(x, (types.Number, types.Boolean)) for x in (alpha, beta)):
+            return None
+        for arr, which in ((a, "a"), (b, "b"), (c, "c")):
+            _check_dtype(mm, arr.dtype, which)
+
+        def codegen(context, builder, sig, args):
+            code = _execute_code(mm)
+            _link(context, code)
+            ct = sig.args[4].dtype
+            ptrs = [_generic_pointer(builder, context.make_array(t)(context, builder, v).data)
+                    for t, v in ((sig.args[1], args[1]), (sig.args[2], args[2]),
+                                 (sig.args[4], args[4]))]
+            alpha_p = _scalar_pointer(context, builder, args[0], sig.args[0], ct)
+            beta_p = _scalar_pointer(context, builder, args[3], sig.args[3], ct)
+            _call_extern(builder, code["symbol"], [alpha_p, ptrs[0], ptrs[1], beta_p, ptrs[2]])
+            return context.get_dummy_value()
+
+        return types.void(alpha, a, b, beta, c), codegen
+
+    return call
+
+
+def _tensor_execute(mm: Matmul, with_scalars: bool):
+    """Intrinsic on opaque tensors: ``(alpha, A, B, beta, C)`` (C in shared memory) or
+    ``(A, B, C)`` (C a register fragment, accumulated)."""
+
+    def check(tensors):
+        if not all(isinstance(t, OpaqueTensorType) for t in tensors):
+            return None
+        for t, which in zip(tensors, "abc"):
+            if t.layout.operand != which:
+                raise InvalidOptionError(f"{which} must be a tensor of operand {which!r}, got "
+                                         f"one of operand {t.layout.operand!r}")
+        space = tensors[2].layout.memory_space
+        if with_scalars != (space == "smem"):
+            raise InvalidOptionError(
+                "C must be a shared-memory tensor for execute(alpha, A, B, beta, C) and a "
+                f"register fragment for execute(A, B, C), got a {space} tensor")
+        return tuple((t.layout.tensor_kind, None) for t in tensors)
+
+    def codegen_for(kinds):
+        def codegen(context, builder, sig, llargs):
+            code = _function_code(mm, "EXECUTE", kinds)
+            _link(context, code)
+            if with_scalars:
+                ct = sig.args[4].dtype
+                values = [_scalar_pointer(context, builder, llargs[0], sig.args[0], ct),
+                          _tensor_value(context, builder, sig.args[1], llargs[1]),
+                          _tensor_value(context, builder, sig.args[2], llargs[2]),
+                          _scalar_pointer(context, builder, llargs[3], sig.args[3], ct),
+                          _tensor_value(context, builder, sig.args[4], llargs[4])]
+            else:
+                values = [_tensor_value(context, builder, t, v)
+                          for t, v in zip(sig.args, llargs)]
+            _call_extern(builder, code["symbol"], values)
+            return context.get_dummy_value()
+
+        return codegen
+
+    if with_scalars:
+        @intrinsic
+        def call(typingctx, alpha, a, b, beta, c):
+            kinds = check((a, b, c))
+            if kinds is None or not all(isinstance(x, types.Number) for x in (alpha, beta)):
+                return None
+            return types.void(alpha, a, b, beta, c), codegen_for(kinds)
+    else:
+        @intrinsic
+        def call(typingctx, a, b, c):
+            kinds = check((a, b, c))
+            if kinds is None:
+                return None
+            return types.void(a, b, c), codegen_for(kinds)
+
+    return call
+
+
+_executes: dict = {}
+
+
+def _execute_dispatch(mm: Matmul):
+    """One intrinsic for every form of ``MM.execute``, chosen by the argument types."""
+    pointer, smem_t, rmem_t = (_pointer_execute(mm), _tensor_execute(mm, True),
+                               _tensor_execute(mm, False))
+
+    @intrinsic
+    def dispatch(typingctx, a1, a2, a3, a4, a5):
+        if _is_none(a4) and _is_none(a5):
+            target, args = rmem_t, (a1, a2, a3)
+        elif isinstance(a2, OpaqueTensorType):
+            target, args = smem_t, (a1, a2, a3, a4, a5)
+        else:
+            target, args = pointer, (a1, a2, a3, a4, a5)
+        template = target._defn(typingctx, *args)
+        if template is None:
+            raise InvalidOptionError(
+                "MM.execute takes (alpha, smem_a, smem_b, beta, smem_c) with arrays in shared "
+                "memory or opaque tensors, or (smem_a, smem_b, rmem_c) with opaque tensors; "
+                f"got ({', '.join(str(x) for x in (a1, a2, a3, a4, a5))})")
+        inner_sig, inner_codegen = template
+        n = len(args)
+
+        def codegen(context, builder, sig, llargs):
+            inner = inner_codegen(context, builder, inner_sig, llargs[:n])
+            return inner
+
+        return types.void(a1, a2, a3, a4, a5), codegen
+
+    return dispatch
+
+
+def execute_function(mm: Matmul):
+    """``MM.execute`` inside kernels: a device function over :func:`_execute_dispatch`."""
+    from ._numba_ext import numba_modules
+
+    key = mm._kernel_key()
+    fn = _executes.get(key)
+    if fn is None:
+        cuda = numba_modules()[0]
+        dispatch = _execute_dispatch(mm)
+
+        def execute(a1, a2, a3, a4=None, a5=None):
+            dispatch(a1, a2, a3, a4, a5)
+
+        fn = _executes.setdefault(key, cuda.jit(device=True, forceinline=True)(execute))
+    return fn
+
+
+_layout_fns: dict = {}
+
+
+def layout_function(mm: Matmul, method: str):
+    """A device-side ``MM.<method>(leading_dimension=None)`` returning the Layout constant."""
+    from ._numba_ext import numba_modules
+    from ._numba_objects import KernelObjectType
+
+    key = (mm._kernel_key(), method)
+    fn = _layout_fns.get(key)
+    if fn is not None:
+        return fn
+    gmem = _LAYOUTS[method][2] == "gmem"
+    keep: list = []
+
+    @intrinsic
+    def make(typingctx, leading_dimension):
+        if _is_none(leading_dimension):
+            layout = getattr(mm, method)()
+        elif gmem and isinstance(leading_dimension, types.IntegerLiteral):
+            layout = getattr(mm, method)(leading_dimension.literal_value)
+        else:
+            raise InvalidOptionError(
+                f"leading_dimension of {method} must be a compile-time constant integer inside "
+                f"kernels (or build the layout outside), got {leading_dimension}")
+        keep.append(layout)  # the type holds the object; keep it alive with the function
+        ty = KernelObjectType(layout)
+
+        def codegen(context, builder, sig, args):
+            return ir.Constant(context.get_value_type(ty), None)
+
+        return ty(leading_dimension), codegen
+
+    def get_layout(leading_dimension=None):
+        return make(leading_dimension)
+
+    cuda = numba_modules()[0]
+    fn = _layout_fns.setdefault(key, cuda.jit(device=True, forceinline=True)(get_layout))
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor functions (module level, as in nvmath-python: cuweave.device.make_tensor, ...)
+# ---------------------------------------------------------------------------------------------
+
+
+def _layout_of(ty) -> Layout | None:
+    obj = getattr(ty, "obj", None)
+    return obj if isinstance(obj, Layout) else None
+
+
+@intrinsic
+def _make_tensor(typingctx, array, layout_ty):
+    layout = _layout_of(layout_ty)
+    if layout is None or not isinstance(array, types.Array):
+        return None
+    out = OpaqueTensorType(layout)
+    if array.dtype != out.dtype:
+        raise InvalidOptionError(
+            f"array must hold {out.dtype} elements for {layout!r}, got {array.dtype}")
+
+    def codegen(context, builder, sig, args):
+        arrty = sig.args[0]
+        ary = context.make_array(arrty)(context, builder, args[0])
+        proxy = cgutils.create_struct_proxy(out)(context, builder)
+        proxy.ptr = _generic_pointer(builder, ary.data)
+        if out.gmem:
+            proxy.ld = _leading_dimension(context, builder, layout, arrty, ary)
+        return proxy._getvalue()
+
+    return out(array, layout_ty), codegen
+
+
+def _leading_dimension(context, builder, layout: Layout, arrty, ary):
+    i64 = ir.IntType(64)
+    if layout.leading_dimension is not None:
+        return ir.Constant(i64, layout.leading_dimension)
+    rows, cols = layout._dims()
+    order = layout.MM._orders()["abc".index(layout.operand)]
+    if arrty.ndim != 2:
+        return ir.Constant(i64, cols if order == "row_major" else rows)
+    strides = cgutils.unpack_tuple(builder, ary.strides, 2)
+    item = ir.Constant(i64, context.get_abi_sizeof(context.get_data_type(arrty.dtype)))
+    return builder.sdiv(strides[0 if order == "row_major" else 1], item)
+
+
+def make_tensor(array, layout):
+    """Inside kernels: an opaque tensor viewing ``array`` through ``layout`` (from
+    ``MM.get_layout_gmem_a()``, ``MM.suggest_layout_smem_a()``, ...). A 2-D global array's
+    leading dimension comes from its strides unless the layout fixes one."""
+    raise RuntimeError("make_tensor runs inside @cuda.jit kernels only")
+
+
+@overload(make_tensor, jit_options={"forceinline": True})
+def _ol_make_tensor(array, layout):
+    if _layout_of(layout) is None:
+        return None
+    return lambda array, layout: _make_tensor(array, layout)
+
+
+def _copy_intrinsic(fragment: bool):
+    @intrinsic
+    def call(typingctx, src, dst):
+        if not (isinstance(src, OpaqueTensorType) and isinstance(dst, OpaqueTensorType)):
+            return None
+        spaces = {src.layout.memory_space, dst.layout.memory_space}
+        if fragment != ("rmem" in spaces):
+            raise InvalidOptionError(
+                "copy_fragment copies a register fragment to or from memory and copy moves "
+                f"tiles between global and shared memory, got {src.layout.memory_space} -> "
+                f"{dst.layout.memory_space}")
+        if src.layout.operand != dst.layout.operand:
+            raise InvalidOptionError(f"src and dst must be views of one operand, got "
+                                     f"{src.layout.operand!r} and {dst.layout.operand!r}")
+        mm = dst.layout.MM if dst.layout.memory_space != "gmem" else src.layout.MM
+        kinds = ((src.layout.tensor_kind, None), (dst.layout.tensor_kind, None))
+
+        def codegen(context, builder, sig, args):
+            code = _function_code(mm, "COPY", kinds)
+            _link(context, code)
+            _call_extern(builder, code["symbol"],
+                         [_tensor_value(context, builder, t, v) for t, v in zip(sig.args, args)])
+            return context.get_dummy_value()
+
+        return types.void(src, dst), codegen
+
+    return call
+
+
+_copy, _copy_fragment = _copy_intrinsic(False), _copy_intrinsic(True)
+
+
+def copy(src, dst, alignment=None):
+    """Inside kernels: block-wide copy between a global tile and shared memory (may be
+    asynchronous: call :func:`copy_wait` before reading ``dst``)."""
+    raise RuntimeError("copy runs inside @cuda.jit kernels only")
+
+
+def copy_fragment(src, dst, alignment=None):
+    """Inside kernels: per-thread copy between a register fragment and global/shared memory."""
+    raise RuntimeError("copy_fragment runs inside @cuda.jit kernels only")
+
+
+@overload(copy, jit_options={"forceinline": True})
+def _ol_copy(src, dst, alignment=None):
+    if not _is_none(alignment):
+        raise InvalidOptionError(f"alignment must be None (the layouts' alignment is used), "
+                                 f"got {alignment}")
+    return lambda src, dst, alignment=None: _copy(src, dst)
+
+
+@overload(copy_fragment, jit_options={"forceinline": True})
+def _ol_copy_fragment(src, dst, alignment=None):
+    if not _is_none(alignment):
+        raise InvalidOptionError(f"alignment must be None (the layouts' alignment is used), "
+                                 f"got {alignment}")
+    return lambda src, dst, alignment=None: _copy_fragment(src, dst)
+
+
+@intrinsic
+def _clear(typingctx, tensor):
+    if not isinstance(tensor, OpaqueTensorType):
+        return None
+    if tensor.layout.memory_space != "rmem":
+        raise InvalidOptionError(f"clear takes a register fragment, got a "
+                                 f"{tensor.layout.memory_space} tensor")
+    kinds = ((tensor.layout.tensor_kind, None),)
+
+    def codegen(context, builder, sig, args):
+        code = _function_code(tensor.layout.MM, "CLEAR", kinds)
+        _link(context, code)
+        _call_extern(builder, code["symbol"], [_tensor_value(context, builder, sig.args[0],
+                                                             args[0])])
+        return context.get_dummy_value()
+
+    return types.void(tensor), codegen
+
+
+def clear(tensor):
+    """Inside kernels: zero a register fragment."""
+    raise RuntimeError("clear runs inside @cuda.jit kernels only")
+
+
+@overload(clear, jit_options={"forceinline": True})
+def _ol_clear(tensor):
+    return lambda tensor: _clear(tensor)
+
+
+@intrinsic
+def _axpby(typingctx, alpha, x, beta, y):
+    if not (isinstance(x, OpaqueTensorType) and isinstance(y, OpaqueTensorType)):
+        return None
+    if {x.layout.memory_space, y.layout.memory_space} != {"rmem"}:
+        raise InvalidOptionError("axpby takes two register fragments (y = alpha x + beta y)")
+    kinds = ((x.layout.tensor_kind, None), (y.layout.tensor_kind, None))
+
+    def codegen(context, builder, sig, args):
+        code = _function_code(y.layout.MM, "AXPBY", kinds)
+        _link(context, code)
+        values = [_scalar_pointer(context, builder, args[0], sig.args[0], x.dtype),
+                  _tensor_value(context, builder, x, args[1]),
+                  _scalar_pointer(context, builder, args[2], sig.args[2], y.dtype),
+                  _tensor_value(context, builder, y, args[3])]
+        _call_extern(builder, code["symbol"], values)
+        return context.get_dummy_value()
+
+    return types.void(alpha, x, beta, y), codegen
+
+
+def axpby(alpha, x, beta, y):
+    """Inside kernels: ``y = alpha * x + beta * y`` on register fragments."""
+    raise RuntimeError("axpby runs inside @cuda.jit kernels only")
+
+
+@overload(axpby, jit_options={"forceinline": True})
+def _ol_axpby(alpha, x, beta, y):
+    return lambda alpha, x, beta, y: _axpby(alpha, x, beta, y)
+
+
+@intrinsic
+def _copy_wait(typingctx):
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.VoidType(), [])
+        builder.call(ir.InlineAsm(fnty, "cp.async.wait_all;", "", side_effect=True), [])
+        barrier = cgutils.get_or_insert_function(builder.module, fnty, "llvm.nvvm.barrier0")
+        builder.call(barrier, [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+def copy_wait():
+    """Inside kernels: wait for this block's asynchronous copies, then synchronize the block
+    (``cp.async.wait_all`` + ``__syncthreads()``; needs sm_80 or newer)."""
+    raise RuntimeError("copy_wait runs inside @cuda.jit kernels only")
+
+
+@overload(copy_wait, jit_options={"forceinline": True})
+def _ol_copy_wait():
+    return lambda: _copy_wait()

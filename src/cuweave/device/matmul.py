@@ -1,0 +1,559 @@
+"""``cuweave.device.Matmul``: a cuBLASDx block GEMM callable inside a user's numba kernel.
+
+Code generation: NVIDIA's libmathdx runtime generator (``nvidia-libmathdx-cu13``), not NVRTC
+on the cuBLASDx headers of ``nvidia-mathdx``. Measured on the 2-core development machine (one
+new 32x32x32 fp32 configuration, CPU seconds of the compiling process, so other load does not
+count): libmathdx 16 s (traits and LTO-IR), NVRTC on the headers 12 s for the LTO-IR alone.
+Both are over the 5 s target there; the decision is made by completeness: libmathdx ships
+cuBLASDx 0.8 (opaque tensors, accumulators, device/tile pipelines -- the surface nvmath-python
+1.0 exposes), while the newest ``nvidia-mathdx`` wheel (25.6) carries cuBLASDx 0.4, which has no
+pipelines and a different tensor API. Every configuration is cached on disk (traits, layout
+traits and each generated device function), so a configuration seen before builds in
+milliseconds and traits never need a GPU.
+
+A kernel (nvmath-python 1.0's surface; only the import changes)::
+
+    MM = Matmul(size=(32, 16, 64), precision=np.float32, data_type="real",
+                arrangement=("row_major", "col_major", "col_major"), block_size=64)
+
+    @cuda.jit
+    def kernel(a, b, c, alpha, beta):
+        sa = cuda.shared.array(MM.a_size, np.float32)   # traits are compile-time constants
+        ...
+        MM.execute(alpha, sa, sb, beta, sc)             # C = alpha A B + beta C in shared memory
+
+    kernel[1, MM.block_dim, 0, MM.get_shared_storage_size()](...)
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+
+from .._internal.errors import InvalidOptionError
+from .._internal.logging import get_logger
+from . import _cache
+from ._blas_options import (
+    MAX_ALIGNMENT,
+    Alignment,
+    Arrangement,
+    LeadingDimension,
+    MatmulSpec,
+    Precision,
+    TransposeMode,
+)
+from ._kernel_object import KernelObject, register_kernel_type
+from .common_cuda import ComputeCapability, Dim3
+
+__all__ = ["Matmul", "matmul", "Layout", "SharedStorageCalc", "MAX_ALIGNMENT", "Precision",
+           "Arrangement", "TransposeMode", "LeadingDimension", "Alignment",
+           "get_current_device_cc"]
+
+_log = get_logger("device.matmul")
+_lock = threading.Lock()
+
+# Layout methods of Matmul -> (libmathdx tensor kind name, operand, memory space).
+_LAYOUTS = {
+    **{f"get_layout_gmem_{x}": (f"GMEM_{x.upper()}", x, "gmem") for x in "abc"},
+    **{f"get_layout_smem_{x}": (f"SMEM_{x.upper()}", x, "smem") for x in "abc"},
+    **{f"suggest_layout_smem_{x}": (f"SUGGESTED_SMEM_{x.upper()}", x, "smem") for x in "abc"},
+    "suggest_layout_rmem_c": ("SUGGESTED_RMEM_C", "c", "rmem"),
+    "get_layout_rmem_c": ("RMEM_C", "c", "rmem"),
+}
+
+
+def get_current_device_cc() -> ComputeCapability:
+    """Compute capability of the current CUDA device (raises CudaUnavailableError without one)."""
+    from .fft import default_sm
+
+    sm = default_sm()
+    return ComputeCapability(sm // 100, (sm // 10) % 10)
+
+
+class SharedStorageCalc:
+    """Running size of a shared-memory buffer holding several aligned parts.
+
+    Examples
+    --------
+    >>> calc = SharedStorageCalc()
+    >>> calc.add(16, 4, 100)     # alignment, element size, element count
+    >>> calc.add(8, 24)          # alignment, bytes
+    >>> calc.get()
+    424
+    """
+
+    def __init__(self):
+        self._memory = 0
+
+    def add(self, *args) -> None:
+        """``add(alignment, size_bytes)``, ``add(alignment, elem_size, count)`` or
+        ``add(alignment, elem_size, layout)``."""
+        if len(args) == 2:
+            alignment, nbytes = args
+        elif len(args) == 3:
+            alignment, elem, count = args
+            if isinstance(count, Layout):
+                count = count.cosize
+            if not isinstance(elem, (int, np.integer)) or elem <= 0:
+                raise InvalidOptionError(f"elem_size must be a positive integer, got {elem!r}")
+            if not isinstance(count, (int, np.integer)) or count <= 0:
+                raise InvalidOptionError(
+                    f"num_elements must be a positive integer or a Layout, got {count!r}")
+            nbytes = elem * count
+        else:
+            raise InvalidOptionError(f"add takes 2 or 3 arguments, got {len(args)}")
+        if not isinstance(alignment, (int, np.integer)) or alignment <= 0:
+            raise InvalidOptionError(f"alignment must be a positive integer, got {alignment!r}")
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise InvalidOptionError(f"matrix_size_bytes must be a positive integer, "
+                                     f"got {nbytes!r}")
+        self._memory = -(-self._memory // alignment) * alignment + int(nbytes)
+
+    def get(self) -> int:
+        """Total bytes so far."""
+        return self._memory
+
+
+def _entry(parts, build) -> dict:
+    key = _cache.make_key(parts)
+    entry = _cache.load(key)
+    if entry is None:
+        entry = build(key)
+        _cache.store(key, entry)
+    return entry
+
+
+def _versions():
+    from .._version import __version__
+    from . import _blas_mathdx
+
+    return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 1}
+
+
+def _resolve(spec: MatmulSpec) -> dict:
+    """Traits of ``spec`` with suggested block_dim / leading dimensions resolved (cached)."""
+    from . import _blas_mathdx
+
+    def build(key):
+        bd = spec.block_dim if isinstance(spec.block_dim, tuple) else None
+        ld = spec.leading_dimension if isinstance(spec.leading_dimension, tuple) else None
+        traits = _blas_mathdx.traits(spec, bd, ld)
+        if spec.block_dim == "suggested" or spec.leading_dimension == "suggested":
+            bd = traits["suggested_block_dim"] if spec.block_dim == "suggested" else bd
+            ld = (traits["suggested_leading_dimension"]
+                  if spec.leading_dimension == "suggested" else ld)
+            traits = {**_blas_mathdx.traits(spec, bd, ld),
+                      "suggested_block_dim": traits["suggested_block_dim"],
+                      "suggested_leading_dimension": traits["suggested_leading_dimension"]}
+        return {"traits": traits, "symbol": None, "ltoir": None}
+
+    return _entry([list(spec.key()), "traits", _versions()], build)["traits"]
+
+
+class Layout(KernelObject):
+    """Layout of an opaque cuBLASDx tensor (``MM.suggest_layout_smem_a()``, ...): the numbers
+    a buffer needs (``size``, ``cosize``, ``alignment``) and, inside kernels, the argument of
+    :func:`cuweave.device.make_tensor`."""
+
+    __slots__ = ("_mm", "_method", "_ld", "_info")
+
+    def __init__(self, mm: Matmul, method: str, leading_dimension=None):
+        kind, operand, space = _LAYOUTS[method]
+        if leading_dimension is not None and space != "gmem":
+            raise InvalidOptionError(f"leading_dimension applies to global-memory layouts only, "
+                                     f"got {leading_dimension!r} for {method}")
+        if leading_dimension is not None and (
+                isinstance(leading_dimension, bool) or
+                not isinstance(leading_dimension, (int, np.integer)) or leading_dimension <= 0):
+            raise InvalidOptionError(
+                f"leading_dimension must be a positive integer, got {leading_dimension!r}")
+        self._mm, self._method = mm, method
+        self._ld = None if leading_dimension is None else int(leading_dimension)
+        self._info = None if space == "gmem" else mm._layout_traits()[method]
+        register_kernel_type(Layout)
+
+    # ----- description ------------------------------------------------------------------------
+    @property
+    def MM(self) -> Matmul:  # noqa: N802 - nvmath's name
+        return self._mm
+
+    @property
+    def operand(self) -> str:
+        return _LAYOUTS[self._method][1]
+
+    @property
+    def memory_space(self) -> str:
+        return _LAYOUTS[self._method][2]
+
+    @property
+    def tensor_kind(self) -> str:
+        return _LAYOUTS[self._method][0]
+
+    @property
+    def dtype(self):
+        return getattr(self._mm, f"{self.operand}_value_type")
+
+    @property
+    def leading_dimension(self) -> int | None:
+        """The global-memory leading dimension given, or None (taken from the array)."""
+        return self._ld
+
+    def _dims(self):
+        return getattr(self._mm, f"{self.operand}_dim")
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the tensor (rows x columns of the operand)."""
+        if self._info is None:
+            r, c = self._dims()
+            return r * c
+        return int(self._info["logical_size"])
+
+    @property
+    def cosize(self) -> int:
+        """Elements a buffer for this layout must hold."""
+        if self._info is None:
+            r, c = self._dims()
+            order = self._mm._orders()["abc".index(self.operand)]
+            ld = self._ld or (c if order == "row_major" else r)
+            return ld * (r if order == "row_major" else c)
+        return int(self._info["storage_bytes"]) // np.dtype(self.dtype).itemsize
+
+    @property
+    def alignment(self) -> int:
+        """Required alignment in bytes of the buffer."""
+        if self._info is None:
+            return int(self._mm.alignment["abc".index(self.operand)])
+        return int(self._info["alignment"])
+
+    @property
+    def uid(self) -> str:
+        """libmathdx's opaque name of the tensor type (equal names: interchangeable)."""
+        return self._info["name"] if self._info else f"gmem-{self.operand}"
+
+    # ----- inside kernels ---------------------------------------------------------------------
+    def _kernel_key(self) -> tuple:
+        return (self._mm._kernel_key(), self._method, self._ld)
+
+    def _kernel_attribute(self, name: str):
+        if name in ("size", "cosize", "alignment"):
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def __repr__(self):
+        return f"Layout({self._method}, size={self.size}, cosize={self.cosize})"
+
+
+_KERNEL_ATTRIBUTES = frozenset({
+    "a_dim", "b_dim", "c_dim", "a_size", "b_size", "c_size", "block_dim", "block_size",
+    "max_threads_per_block", "leading_dimension", "a_value_type", "b_value_type",
+    "c_value_type", "value_type", "alignment", "size",
+})
+
+
+class Matmul(KernelObject):
+    """A GEMM ``C = alpha * op(A) @ op(B) + beta * C`` computed by one thread block (cuBLASDx).
+
+    Parameters
+    ----------
+    size : (m, n, k)
+        Problem size.
+    precision : dtype or (a, b, c)
+        ``numpy.float16``, ``numpy.float32`` or ``numpy.float64`` for all or each operand.
+    data_type : {'real', 'complex'}
+    sm : int or ComputeCapability, optional
+        Target architecture; default: the current device's.
+    block_size : int or 'suggested', optional
+        Threads in the block (exclusive with ``block_dim``).
+    block_dim : Dim3, tuple or 'suggested', optional
+    leading_dimension : (lda, ldb, ldc) or 'suggested', optional
+    arrangement : (a, b, c) of 'row_major'/'col_major'
+        Exactly one of ``arrangement`` and (deprecated) ``transpose_mode`` is required.
+    transpose_mode : (a, b) of 'non_transposed'/'transposed'/'conj_transposed'
+    alignment : (a, b, c), optional
+        Bytes, multiples of the element size, at most 16 (``MAX_ALIGNMENT``).
+    function : 'MM'
+    static_block_dim : bool
+    execution : 'Block'
+    with_pipeline, enable_input_streaming : bool
+        Must be False: pipelined GEMMs are not implemented in cuweave yet.
+
+    Notes
+    -----
+    Traits come from libmathdx on the CPU (no GPU needed) and are cached on disk. Inside a
+    numba kernel the object's traits are compile-time constants and ``MM.execute(...)`` links
+    the generated cuBLASDx code: ``execute(alpha, smem_a, smem_b, beta, smem_c)`` on arrays in
+    shared memory laid out with ``leading_dimension`` (the pointer API), or on opaque tensors
+    (``execute(smem_a, smem_b, rmem_c)`` accumulates into a register fragment; see
+    :func:`cuweave.device.make_tensor`). Launch with ``MM.block_dim`` threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> MM = Matmul((32, 16, 64), np.float32, "real", sm=90, block_size=64,
+    ...             arrangement=("row_major", "col_major", "col_major"))  # doctest: +SKIP
+    >>> MM.block_dim, MM.leading_dimension  # doctest: +SKIP
+    (Dim3(x=64, y=1, z=1), LeadingDimension(a=64, b=64, c=32))
+    """
+
+    def __init__(self, size, precision, data_type, *, sm=None, block_size=None, block_dim=None,
+                 leading_dimension=None, transpose_mode=None, arrangement=None, alignment=None,
+                 function="MM", static_block_dim=False, execution="Block", with_pipeline=False,
+                 enable_input_streaming=False):
+        if sm is None:
+            from .fft import default_sm
+
+            sm = default_sm()
+        spec = MatmulSpec.from_knobs(
+            size, precision, data_type, sm=sm, block_size=block_size, block_dim=block_dim,
+            leading_dimension=leading_dimension, transpose_mode=transpose_mode,
+            arrangement=arrangement, alignment=alignment, function=function,
+            static_block_dim=static_block_dim, execution=execution, with_pipeline=with_pipeline,
+            enable_input_streaming=enable_input_streaming)
+        if spec.is_complex and "float16" in spec.precision:
+            raise InvalidOptionError(
+                f"precision must be float32 or float64 for complex GEMMs (complex half is not "
+                f"supported in cuweave yet), got {tuple(spec.precision)!r}")
+        from .fft import _require_numba
+
+        _require_numba()
+        self._spec = spec
+        self._traits = _resolve(spec)
+        t = self._traits
+        self._resolved = spec.with_(block_dim=tuple(t["block_dim"]),
+                                    leading_dimension=LeadingDimension(*t["leading_dimension"]))
+        self._layouts = None
+        register_kernel_type(Matmul)
+
+    # ----- knobs ------------------------------------------------------------------------------
+    @property
+    def size(self) -> tuple:
+        return self._spec.size
+
+    @property
+    def precision(self) -> Precision:
+        return Precision(*(np.dtype(p).type for p in self._spec.precision))
+
+    @property
+    def data_type(self) -> str:
+        return self._spec.data_type
+
+    @property
+    def execution(self) -> str:
+        return self._spec.execution
+
+    @property
+    def function(self) -> str:
+        return self._spec.function
+
+    @property
+    def sm(self) -> ComputeCapability:
+        return ComputeCapability(self._spec.sm // 100, (self._spec.sm // 10) % 10)
+
+    @property
+    def arrangement(self) -> Arrangement | None:
+        return self._spec.arrangement
+
+    @property
+    def transpose_mode(self) -> TransposeMode | None:
+        warnings.warn("transpose_mode is deprecated; use arrangement instead",
+                      DeprecationWarning, stacklevel=2)
+        return self._spec.transpose_mode
+
+    @property
+    def alignment(self) -> Alignment:
+        return Alignment(*self._traits["alignment"])
+
+    @property
+    def static_block_dim(self) -> bool:
+        return self._spec.static_block_dim
+
+    @property
+    def with_pipeline(self) -> bool:
+        return False
+
+    @property
+    def enable_input_streaming(self) -> bool:
+        return False
+
+    # ----- traits -----------------------------------------------------------------------------
+    @property
+    def block_dim(self) -> Dim3:
+        return Dim3(*self._traits["block_dim"])
+
+    @property
+    def block_size(self) -> int:
+        x, y, z = self.block_dim
+        return x * y * z
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return int(self._traits["max_threads_per_block"])
+
+    @property
+    def leading_dimension(self) -> LeadingDimension:
+        return LeadingDimension(*self._traits["leading_dimension"])
+
+    def _value_type(self, i):
+        name = self._traits["value_types"][i]
+        if self._spec.is_complex:
+            return {"float32": np.complex64, "float64": np.complex128}[name]
+        return np.dtype(name).type
+
+    a_value_type = property(lambda self: self._value_type(0), doc="NumPy type of A's elements.")
+    b_value_type = property(lambda self: self._value_type(1), doc="NumPy type of B's elements.")
+    c_value_type = property(lambda self: self._value_type(2), doc="NumPy type of C's elements.")
+
+    @property
+    def value_type(self):
+        """The common element type when A, B and C share one (else AttributeError)."""
+        types = {self._value_type(i) for i in range(3)}
+        if len(types) != 1:
+            raise AttributeError("value_type is defined only when A, B and C share a precision; "
+                                 "use a_value_type/b_value_type/c_value_type")
+        return types.pop()
+
+    a_dim = property(lambda self: self._spec.a_dim, doc="Shape of A (rows, columns).")
+    b_dim = property(lambda self: self._spec.b_dim, doc="Shape of B (rows, columns).")
+    c_dim = property(lambda self: self._spec.c_dim, doc="Shape of C (rows, columns).")
+
+    def _orders(self):
+        if self._spec.arrangement is not None:
+            return tuple(self._traits["arrangement"])
+        return ("col_major",) * 3
+
+    def _sizes(self, ld) -> tuple:
+        dims = (self.a_dim, self.b_dim, self.c_dim)
+        return tuple(x * (d[1] if o == "col_major" else d[0])
+                     for x, d, o in zip(ld, dims, self._orders()))
+
+    a_size = property(lambda self: self._sizes(self.leading_dimension)[0],
+                      doc="Elements of A in shared memory (with its leading dimension).")
+    b_size = property(lambda self: self._sizes(self.leading_dimension)[1],
+                      doc="Elements of B in shared memory.")
+    c_size = property(lambda self: self._sizes(self.leading_dimension)[2],
+                      doc="Elements of C in shared memory.")
+
+    def _storage(self, args, n: int, what: str) -> int:
+        if not args:
+            sizes = self._sizes(self.leading_dimension)[:n]
+        elif len(args) == n and all(isinstance(a, (int, np.integer)) for a in args):
+            sizes = self._sizes(tuple(args) + (0,) * (3 - n))[:n]
+        elif len(args) == n and all(isinstance(a, Layout) for a in args):
+            sizes = tuple(a.cosize for a in args)
+        else:
+            raise InvalidOptionError(f"{what} takes no arguments or {n} leading dimensions or "
+                                     f"{n} Layouts, got {args!r}")
+        calc = SharedStorageCalc()
+        for i, size in enumerate(sizes):
+            item = np.dtype(self._value_type(i)).itemsize
+            calc.add(self.alignment[i], item, size)
+        return calc.get()
+
+    def get_shared_storage_size(self, *args) -> int:
+        """Shared-memory bytes for A, B and C: ``()``, ``(lda, ldb, ldc)`` or three Layouts."""
+        return self._storage(args, 3, "get_shared_storage_size")
+
+    def get_shared_storage_size_ab(self, *args) -> int:
+        """Shared-memory bytes for A and B only: ``()``, ``(lda, ldb)`` or two Layouts."""
+        return self._storage(args, 2, "get_shared_storage_size_ab")
+
+    @property
+    def shared_memory_size(self) -> int:
+        """``get_shared_storage_size()`` (nvmath-python's earlier name)."""
+        return self.get_shared_storage_size()
+
+    def valid(self, *knobs):
+        """Valid values of ``'block_dim'`` (cuBLASDx's suggestion) as an iterator of tuples."""
+        import itertools
+
+        if not knobs or any(k != "block_dim" for k in knobs):
+            raise InvalidOptionError(f"knobs must be 'block_dim', got {knobs!r}")
+        return itertools.product(*[[Dim3(*self._traits["suggested_block_dim"])]
+                                   for _ in knobs])
+
+    # ----- layouts (tensor API) ---------------------------------------------------------------
+    def _layout_traits(self) -> dict:
+        if self._layouts is None:
+            from . import _blas_mathdx
+
+            def build(key):
+                kinds = {m: (getattr(_blas_mathdx.TensorKind, k), None)
+                         for m, (k, _, s) in _LAYOUTS.items() if s != "gmem"}
+                info = _blas_mathdx.tensor_traits(self._resolved, self._resolved.block_dim,
+                                                  kinds)
+                return {"traits": info, "symbol": None, "ltoir": None}
+
+            self._layouts = _entry([list(self._resolved.key()), "layouts", _versions()],
+                                   build)["traits"]
+        return self._layouts
+
+    def _layout(method):  # noqa: N805 - method factory used in the class body only
+        gmem = _LAYOUTS[method][2] == "gmem"
+
+        if gmem:
+            def get(self, leading_dimension=None):
+                return Layout(self, method, leading_dimension)
+        else:
+            def get(self):
+                return Layout(self, method)
+        get.__name__ = method
+        get.__doc__ = f"The :class:`Layout` of cuBLASDx's ``{method}()``."
+        return get
+
+    for _m in _LAYOUTS:
+        locals()[_m] = _layout(_m)
+    del _m, _layout
+
+    # ----- inside kernels ---------------------------------------------------------------------
+    def _kernel_key(self) -> tuple:
+        return self._resolved.key()
+
+    def _kernel_attribute(self, name: str):
+        if name in _KERNEL_ATTRIBUTES:
+            return getattr(self, name)
+        from . import _blas_numba
+
+        if name in ("execute", "__call__"):  # MM(...) is nvmath-python's earlier spelling
+            return _blas_numba.execute_function(self)
+        if name in _LAYOUTS:
+            return _blas_numba.layout_function(self, name)
+        raise AttributeError(name)
+
+    def execute(self, *args):
+        """Only callable inside a numba kernel (see the class notes)."""
+        raise RuntimeError("Matmul.execute is a device function: call it inside a @cuda.jit "
+                           "kernel")
+
+    def __repr__(self):
+        s = self._spec
+        return (f"Matmul(size={s.size}, precision={tuple(s.precision)}, "
+                f"data_type={s.data_type!r}, sm={s.sm // 10}, block_dim={tuple(self.block_dim)}, "
+                f"leading_dimension={tuple(self.leading_dimension)})")
+
+
+def matmul(size, precision, data_type="real", *, compiler=None, code_type=None,
+           execute_api=None, tensor_types=None, **knobs) -> Matmul:
+    """nvmath-python's earlier factory: a :class:`Matmul` (``compiler='numba'`` only).
+
+    ``execute_api`` ('static_leading_dimensions' or 'tensors') and ``tensor_types`` are
+    validated and otherwise unused: the form of ``MM.execute(...)`` follows its arguments.
+    ``code_type`` (an object with ``cc`` or an SM value) sets ``sm`` when ``sm`` is not given.
+    """
+    if compiler not in (None, "numba"):
+        raise InvalidOptionError(f"compiler must be 'numba' or None, got {compiler!r}")
+    if execute_api not in (None, "static_leading_dimensions", "tensors"):
+        raise InvalidOptionError(f"execute_api must be 'static_leading_dimensions' or "
+                                 f"'tensors', got {execute_api!r}")
+    if tensor_types is not None:
+        allowed = {"suggested_smem_a", "suggested_smem_b", "suggested_smem_c",
+                   "suggested_rmem_c", "smem_a", "smem_b", "smem_c", "rmem_c"}
+        if isinstance(tensor_types, str) or len(tensor_types) != 3 or \
+                any(t not in allowed for t in tensor_types):
+            raise InvalidOptionError(f"tensor_types must be 3 of {sorted(allowed)}, "
+                                     f"got {tensor_types!r}")
+    if code_type is not None and knobs.get("sm") is None:
+        knobs["sm"] = getattr(code_type, "cc", code_type)
+    return Matmul(size, precision, data_type, **knobs)
