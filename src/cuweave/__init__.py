@@ -56,7 +56,7 @@ __all__ = [
     "CufftError",
 ]
 
-_SUBMODULES = ("linalg", "fft", "device")
+_SUBMODULES = ("linalg", "fft", "device", "distributed", "torch")
 
 
 def __getattr__(name: str):

@@ -31,6 +31,7 @@ from ._options import (
 from .matmul import Matmul
 
 __all__ = [
+    "helpers",
     "Algorithm",
     "ExecutionCPU",
     "ExecutionCUDA",
