@@ -62,6 +62,47 @@ def mlp_block(res, torch, quick, act="gelu"):
                   den="torch.compile", higher_is_better=False, target=1.0)
 
 
+def mlp_products(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
+    """The block's four fused products one by one against what torch runs for each."""
+    from cuweave.torch import _ops
+
+    bf16 = torch.bfloat16
+    F = torch.nn.functional
+    x = torch.randn(tokens, hidden, device="cuda", dtype=bf16)
+    w1 = torch.randn(ffn, hidden, device="cuda", dtype=bf16) / hidden ** 0.5
+    w2 = torch.randn(hidden, ffn, device="cuda", dtype=bf16) / ffn ** 0.5
+    b1 = torch.randn(ffn, device="cuda", dtype=bf16)
+    b2 = torch.randn(hidden, device="cuda", dtype=bf16)
+    dy = torch.randn(tokens, hidden, device="cuda", dtype=bf16)
+    h, aux = _ops.linear(x, w1, b1, "gelu")
+    z = aux[:ffn].t()
+    cases = {
+        "fwd1 GELU_AUX_BIAS": {
+            "cuweave": lambda: _ops.linear(x, w1, b1, "gelu"),
+            "torch addmm + gelu": lambda: F.gelu(F.linear(x, w1, b1), approximate="tanh"),
+            "torch addmm alone": lambda: F.linear(x, w1, b1)},
+        "fwd2 BIAS": {"cuweave": lambda: _ops.linear(h, w2, b2, "none"),
+                      "torch addmm alone": lambda: F.linear(h, w2, b2)},
+        "wgrad2 BGRADB": {
+            "cuweave": lambda: _ops.linear_wgrad(h, dy, True),
+            "torch mm + sum": lambda: (dy.t() @ h, dy.sum(0)),
+            "torch mm alone": lambda: dy.t() @ h},
+        "dgrad DGELU_BGRAD": {
+            "cuweave": lambda: _ops.linear_dgrad_act(dy, w2, aux, "gelu", True),
+            "torch mm + gelu_backward + sum": lambda: torch.ops.aten.gelu_backward(
+                dy @ w2, z, approximate="tanh").sum(0),
+            "torch mm alone": lambda: dy @ w2},
+    }
+    for name, impls in cases.items():
+        case = f"{name} bf16 T={tokens} h={hidden} ffn={ffn}"
+        for impl, ms in gpu_times_interleaved(impls, iters=5, warmup=2).items():
+            res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
+        for den in impls:
+            if den != "cuweave":
+                res.add_ratio(case=case, metric="ms", num="cuweave", den=den,
+                              higher_is_better=False)
+
+
 def _graphed(torch, step):
     """``step`` captured in a CUDA graph after a warm-up on a side stream; returns replay."""
     side = torch.cuda.Stream()
@@ -137,8 +178,8 @@ def run(results, quick: bool) -> None:
     if torch is None or not torch.cuda.is_available():
         print("   torch with CUDA is needed for the torch benchmarks; skipped")
         return
-    parts = [(mlp_block, {}), (small_step, {}), (small_step, {"hidden": 1024, "ffn": 4096}),
-             (capture_probe, {})]
+    parts = [(mlp_block, {}), (mlp_products, {}), (small_step, {}),
+             (small_step, {"hidden": 1024, "ffn": 4096}), (capture_probe, {})]
     if not quick:
         parts.insert(1, (mlp_block, {"act": "relu"}))
     for part, kw in parts:

@@ -144,6 +144,16 @@ def test_only_some_inputs_need_gradients():
     torch.testing.assert_close(x.grad, xr.grad)
 
 
+@pytest.mark.parametrize("shape", [(1, 8, 4), (5, 8, 1), (5, 1, 4)])
+def test_degenerate_shapes_take_torch_s_path(shape):
+    tokens, d_in, d_out = shape
+    x, w, b = params(tokens, d_in), params(d_out, d_in), params(d_out)
+    assert torch.autograd.gradcheck(lambda x, w, b: fused_linear(x, w, b, "gelu"), (x, w, b))
+    w2 = params(d_in, d_out)
+    assert torch.autograd.gradcheck(lambda x, w, b, w2: fused_mlp(x, w, b, w2, None, "relu"),
+                                    (x, w, b, w2))
+
+
 def test_empty_batch():
     x = torch.randn(0, 3, 8, dtype=torch.float64, requires_grad=True)
     w, b = params(4, 8), params(4)

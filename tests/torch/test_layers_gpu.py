@@ -61,7 +61,7 @@ def test_mlp_agrees_with_torch_autograd(dtype, act, precision):
     y = block(x)
     fc1, fc2, xr, yr = _reference(block, x, act)
     dy = torch.randn_like(y)
-    y.backward(dy.t().contiguous().t())  # a non-contiguous gradient
+    y.backward(dy.transpose(0, 1).contiguous().transpose(0, 1))  # a non-contiguous gradient
     yr.backward(dy.double())
     tol = TOL[dtype]
     assert y.dtype == tdtype and y.shape == (3, 100, 256)
@@ -92,6 +92,17 @@ def test_linear_agrees_with_torch_autograd(dtype, act, bias):
     assert rel(layer.weight.grad, w.grad) < tol
     if bias:
         assert rel(layer.bias.grad, b.grad) < tol
+
+
+def test_one_output_feature_head():
+    torch.manual_seed(5)
+    head = FusedLinear(16, 1, device="cuda")
+    x = torch.randn(128, 16, device="cuda", requires_grad=True)
+    head(x).square().mean().backward()
+    xr = x.detach().clone().requires_grad_()
+    w = head.weight.detach().clone().requires_grad_()
+    F.linear(xr, w, head.bias.detach()).square().mean().backward()
+    assert rel(x.grad, xr.grad) < 1e-5 and rel(head.weight.grad, w.grad) < 1e-5
 
 
 def test_float64_on_the_gpu():

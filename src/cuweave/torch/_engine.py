@@ -14,7 +14,8 @@ compute type). An entry remembers the stream of its last run:
   the capturing stream), the product is queued there, and the capturing stream joins it
   again: a fork/join the graph records as two dependencies, with no host synchronization.
 
-Plans are made only outside a capture (a plan allocates a workspace and selects algorithms):
+Large products (``AUTOTUNE_FLOPS``) are autotuned when planned. Plans are made only outside a
+capture (a plan allocates a workspace and selects algorithms):
 run a layer once eagerly (the usual warm-up before ``torch.cuda.graph``) with the shapes you
 capture.
 """
@@ -32,6 +33,9 @@ from ..linalg.advanced import Matmul, MatmulComputeType, MatmulOptions, matmul
 __all__ = ["run", "plan_count", "clear_plans"]
 
 _MAX_PLANS = 64
+#: products of at least this many flops are autotuned when planned (first call)
+AUTOTUNE_FLOPS = 2.0 ** 33
+AUTOTUNE_ITERATIONS = 3
 _plans: OrderedDict = OrderedDict()
 _lock = threading.Lock()
 _OPTIONS = {None: MatmulOptions(),
@@ -103,6 +107,8 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
                     f"{tuple(a.shape)} @ {tuple(b.shape)} ({a.dtype}, {epilog}) during capture")
             mm = Matmul(a, b, options=_OPTIONS[kind])
             mm.plan(epilog=epilog, epilog_inputs=inputs)
+            if 2.0 * a.shape[0] * a.shape[1] * b.shape[1] >= AUTOTUNE_FLOPS:
+                mm.autotune(iterations=AUTOTUNE_ITERATIONS)
             entry = _Entry(mm, stream)
         else:
             entry.mm.reset_operands_unchecked(a, b, epilog_inputs=inputs)

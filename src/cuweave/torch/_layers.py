@@ -113,7 +113,7 @@ def fused_linear(x, weight, bias=None, activation=None):
     _check_bias("bias", bias, x, weight.shape[0])
     lead = x.shape[:-1]
     x2 = _rows(x)
-    if x2.shape[0] == 0:  # nothing to multiply (cuBLASLt needs n >= 1)
+    if min(*x2.shape, weight.shape[0]) < 2:
         y = torch.nn.functional.linear(x2, weight, bias)
         return _reference_activation(y, act).reshape(*lead, weight.shape[0])
     y, _ = _ops.linear(x2, _dense(weight), _dense(bias), act)
@@ -159,7 +159,7 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     _check_bias("b2", b2, x, w2.shape[0])
     lead = x.shape[:-1]
     x2 = _rows(x)
-    if x2.shape[0] == 0:
+    if min(*x2.shape, w1.shape[0], w2.shape[0]) < 2:
         h = _reference_activation(torch.nn.functional.linear(x2, w1, b1), act)
         return torch.nn.functional.linear(h, w2, b2).reshape(*lead, w2.shape[0])
     y, _, _ = _ops.mlp(x2, _dense(w1), _dense(b1), _dense(w2), _dense(b2), act)
@@ -167,6 +167,8 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
 
 
 def _reference_activation(y, act: str):
+    """torch's unfused layer, for degenerate shapes: a dimension of 0 or 1 (cuBLASLt's
+    gradient epilogs need ``k >= 2``, and a vector's layout does not pin the product's frame)."""
     if act == "relu":
         return torch.relu(y)
     if act == "gelu":
