@@ -21,7 +21,7 @@ from tests.fakes.cufft import fake_cuda
 from tests.references import rel_l2, rng_array
 
 torch = pytest.importorskip("torch")
-fft_mod = sys.modules["cuweave.fft.fft"]
+run_mod = sys.modules["cuweave.fft._run"]  # where the run allocates and stages
 
 
 class _FakeStager:
@@ -54,14 +54,14 @@ def outputs(monkeypatch):
         t = torch.empty([shape[p] for p in perm], dtype=getattr(torch, dtype))
         return types.SimpleNamespace(obj=t, ptr=t.data_ptr())
 
-    monkeypatch.setattr(fft_mod, "empty", fake_empty)
+    monkeypatch.setattr(run_mod, "empty", fake_empty)
     return seen
 
 
 @pytest.fixture
 def stager(monkeypatch):
     st = _FakeStager()
-    monkeypatch.setattr(fft_mod, "shared_stager", lambda: st)
+    monkeypatch.setattr(run_mod, "shared_stager", lambda: st)
 
     def no_private_stager(*a, **k):
         raise AssertionError("an FFT object must use the shared stager")

@@ -3,7 +3,7 @@
 :class:`CudaPlan` creates the handle with automatic work-area allocation off (the workspace comes
 from the user's pool), attaches LTO callbacks (the user's, or the one fusing a ``norm=`` scale),
 makes the plan with ``cufftMakePlanMany64`` (``cufftXtMakePlanMany`` for half precision) and
-keeps ``cufftXtExec`` (typed, and untyped for pre-built arguments) for the hot path.
+keeps the untyped ``cufftXtExec`` the run calls with pre-built arguments.
 """
 
 from __future__ import annotations
@@ -125,8 +125,6 @@ class CudaPlan:
     ----------
     handle : int
     workspace_size : int
-    exec_fn : ctypes function
-        ``cufftXtExec`` with declared argtypes; call ``exec_fn(handle, in, out, direction)``.
     exec_bare : ctypes function
         ``cufftXtExec`` without argtypes: ``exec_bare(handle, c_void_p, c_void_p, direction)``
         with pre-built pointer objects (the hot path).
@@ -170,7 +168,6 @@ class CudaPlan:
             cufft.destroy(self.handle)
             self.handle = None
             raise
-        self.exec_fn = cufft.raw("cufftXtExec")
         self.exec_bare = cufft.bare("cufftXtExec")
         self.has_callbacks = prolog is not None or epilog is not None
 

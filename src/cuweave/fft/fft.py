@@ -13,11 +13,9 @@ import ctypes
 import operator
 import time
 
-from .._internal import cuda
 from .._internal.arrays import Operand
 from .._internal.cache import PlanCache
 from .._internal.errors import (
-    CufftError,
     InvalidOperandError,
     InvalidOptionError,
     InvalidStateError,
@@ -25,13 +23,13 @@ from .._internal.errors import (
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import coerce_options
-from .._internal.packages import adapter, empty, probe, resolve_stream
+from .._internal.packages import adapter, probe, resolve_stream
 from .._internal.resources import StreamResources
-from .._internal.staging import shared_stager
 from ._cpu import CpuPlan
-from ._cuda_plan import CudaPlan, on_device
+from ._cuda_plan import CudaPlan
 from ._layout import coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
+from ._run import build_run
 from ._spec import (
     build_spec,
     callback_fast_key,
@@ -126,19 +124,14 @@ class FFT(StatefulObject):
         self._cpu_plan = None
         self._bufs = None
         self._stream = self._stream_holder = None  # None: the current stream at execute
-        self._cur_stream = [None]  # the stream last set on the plan (shared with the hot path)
-        self._fast_stream = self._fast_out = self._hot = None
-        self._in_c = ctypes.c_void_p()  # the input address as the hot path passes it
+        self._cur_stream = [None]  # the stream last set on the plan (shared with the run)
+        self._run = None  # the one cuFFT run, built by plan() (_run.build_run)
+        self._hot = None  # _run while an operand is bound: execute() calls it unchecked
+        self._in_c = ctypes.c_void_p()  # the input address as the run passes it
         self._set_operand(op)
         if self._spec.cuda:
             spec = self._spec
-            pkg = adapter(op.package)
             self._bufs = StreamResources(spec.device_id, op.package, self.options.allocator)
-            if not spec.staged and pkg.owns_stream:
-                self._fast_stream = pkg.stream_getter(spec.device_id)
-                if self.options.allocator is None and not spec.inplace:
-                    self._fast_out = pkg.result_allocator(spec.out_shape, spec.out_dtype,
-                                                          spec.layout.out_perm, spec.device_id)
         self._set_stream(stream)
         if self.logger.isEnabledFor(20):
             self.logger.info("FFT %r", self._spec)
@@ -148,6 +141,7 @@ class FFT(StatefulObject):
         self._op = op
         self._in_obj = op.obj
         self._in_ptr = self._in_c.value = op.ptr
+        self._hot = self._run
 
     def _resolve(self, stream):
         """``stream`` (None: the current one of the operand's package) as a Stream holder."""
@@ -199,6 +193,13 @@ class FFT(StatefulObject):
         if in_c is not None:
             in_c.value = None
         self._hot = None
+
+    def _park(self) -> None:
+        """Between function-form calls: no operand and no stream kept (each call resolves its
+        own); the run stays, and a cache hit passes its operand to it."""
+        hot = self._hot
+        self.release_operand()
+        self._hot = hot
 
     def get_input_layout(self):
         """``(shape, strides)`` of the input as the transform reads it (strides in elements)."""
@@ -260,7 +261,8 @@ class FFT(StatefulObject):
             self._cuda_plan = CudaPlan(spec, prolog=prolog, epilog=epilog, scale=scale,
                                        logger=self.logger)
             self._cur_stream = [None]
-        self._hot = None
+            self._run = build_run(self)
+        self._hot = self._run if self._in_obj is not None else None
         self._mark_planned()
         if self.logger.isEnabledFor(20):
             self.logger.info("planned in %.3f ms", 1e3 * (time.perf_counter() - t0))
@@ -281,9 +283,9 @@ class FFT(StatefulObject):
 
         In-place (``options.inplace``) transforms return the operand itself.
         """
-        hot = self._hot  # None unless planned, with an operand, and the common case applies
+        hot = self._hot  # None unless planned on CUDA with an operand
         if hot is not None and direction is None and stream is None and not release_workspace:
-            return hot()
+            return hot(self)
         if not self._planned:
             self._require_planned("execute")
         if self._in_obj is None:
@@ -294,8 +296,10 @@ class FFT(StatefulObject):
             if stream is not None:
                 self._resolve(stream)  # validated: CPU execution has no stream
             return self._execute_cpu(d)
-        with on_device(self._spec.device_id):  # then the caller's device again
-            return self._execute_cuda(d, stream, release_workspace)
+        res = self._run(self, int(d), None if stream is None else self._resolve(stream).ptr)
+        if release_workspace:
+            self.release_workspace()
+        return res
 
     def _execute_cpu(self, d):
         spec = self._spec
@@ -306,145 +310,14 @@ class FFT(StatefulObject):
             return self._in_obj
         return adapter(spec.package).from_numpy(res)
 
-    def _execute_cuda(self, d, stream, release_workspace):
-        spec, plan, bufs = self._spec, self._cuda_plan, self._bufs
-        if stream is not None:
-            s = self._resolve(stream).ptr
-        elif self._fast_stream is not None:
-            s = self._fast_stream()
-        elif self._stream is not None and (spec.staged or not adapter(spec.package).owns_stream):
-            s = self._stream
-        else:
-            s = self._resolve(None).ptr
-        cur = self._cur_stream
-        if s != cur[0]:
-            bufs.enter(s)  # the shared buffers: order s after their last user stream
-            plan.set_stream(s)
-            cur[0] = s
-        if plan.workspace_size and not bufs.has("work"):
-            plan.set_work_area(bufs.get("work", plan.workspace_size, s))
-        in_ptr = self._stage_in(s) if spec.staged else self._in_ptr
-        if spec.fft_type == "C2R" and not spec.staged:
-            in_ptr = self._copy_c2r_input(in_ptr, s)
-        res = None
-        if spec.inplace:
-            out_ptr = in_ptr
-        elif spec.staged:
-            out_ptr = bufs.get("out", _nbytes(spec.out_shape, spec.layout.out_strides,
-                                              spec.out_dtype), s)
-        elif stream is None and self._fast_out is not None:
-            res, out_ptr = self._fast_out(s, False)
-        else:
-            op = empty(self._op, spec.out_shape, spec.out_dtype, perm=spec.layout.out_perm,
-                       stream=s, allocator=self.options.allocator)
-            res, out_ptr = op.obj, op.ptr
-        status = plan.exec_fn(plan.handle, in_ptr, out_ptr, d)
-        if status:
-            raise CufftError(status, "cufftXtExec")
-        result = self._finish(res, out_ptr, s)
-        if stream is not None and bufs.mark(s):
-            cur[0] = None  # an explicit stream may die: the next execute orders by the event
-        if release_workspace:
-            self.release_workspace()
-        elif self._hot is None and direction_is_planned(d, self) and stream is None:
-            self._hot = self._build_hot()
-        return result
-
-    def _build_hot(self):
-        """The common case as one closure: current stream, new output, one cufftXtExec.
-
-        Everything is bound at build time: the plan's device is made current when it is not
-        (and the caller's one restored after);
-        cufftSetStream (and the ordering of the shared buffers) happen only when the current
-        stream differs from the one last set on the plan; the input/output addresses travel in
-        pre-built ``c_void_p`` objects through the untyped ``cufftXtExec`` (no conversion).
-        """
-        spec, plan = self._spec, self._cuda_plan
-        if (spec.staged or spec.inplace or spec.fft_type == "C2R" or self._fast_out is None
-                or self._fast_stream is None or plan.unfused_scale != 1.0
-                or self.options.blocking is True):
-            return None
-        get_stream, set_stream, use = self._fast_stream, plan.set_stream, self._bufs.enter
-        get_device, set_device, device_id = cuda.current_device, cuda.set_device, spec.device_id
-        new = self._fast_out
-        exec_bare, handle, in_c, out_c = plan.exec_bare, plan.handle, self._in_c, \
-            ctypes.c_void_p()
-        d, cur = int(self._plan_direction), self._cur_stream  # no reference to self: no cycle
-
-        def hot():
-            prev = get_device()
-            if prev != device_id:
-                set_device(device_id)
-            try:
-                s = get_stream()
-                if s != cur[0]:
-                    use(s)
-                    set_stream(s)
-                    cur[0] = s
-                res, out_c.value = new(s, False)
-                status = exec_bare(handle, in_c, out_c, d)
-                if status:
-                    raise CufftError(status, "cufftXtExec")
-                return res
-            finally:
-                if prev != device_id and prev is not None:
-                    set_device(prev)  # the caller's device again
-
-        return hot
-
-    def _finish(self, res, out_ptr, s):
-        spec = self._spec
-        if spec.staged:
-            result = self._stage_out(out_ptr, s)
-        else:
-            result = self._in_obj if spec.inplace else res
-        scale = self._cuda_plan.unfused_scale
-        if scale != 1.0:
-            _scale_in_place(result, scale, s, spec)
-        if self.options.blocking is True and not spec.staged:
-            cuda.synchronize(s)
-        return result
-
-    def _copy_c2r_input(self, ptr, s) -> int:
-        """cuFFT's C2R overwrites its input: transform a copy so the user's data survive."""
-        spec = self._spec
-        nbytes = _nbytes(spec.shape, spec.dev_strides, spec.dtype)
-        scratch = self._bufs.get("c2r_in", nbytes, s)
-        cuda.memcpy_async(scratch, ptr, nbytes, s)
-        return scratch
-
-    def _stage_in(self, s) -> int:
-        spec = self._spec
-        host = self._op.host_array()
-        nbytes = _nbytes(spec.shape, spec.dev_strides, spec.dtype)
-        ptr = self._bufs.get("in", nbytes, s)
-        shared_stager().upload(host, ptr, s)
-        return ptr
-
-    def _stage_out(self, out_ptr, s):
-        spec = self._spec
-        perm = spec.layout.out_perm
-        if spec.inplace:
-            dst = self._op.host_array()
-            shared_stager().download(out_ptr, dst, s)
-            return self._in_obj
-        alloc_shape = tuple(spec.out_shape[p] for p in perm)
-        host = empty(self._op, alloc_shape, spec.out_dtype)
-        shared_stager().download(out_ptr, host.host_array(), s)
-        inv = [0] * len(perm)
-        for i, p in enumerate(perm):
-            inv[p] = i
-        return adapter(spec.package).permute(host.obj, inv)
-
     def release_workspace(self) -> None:
         """Return the workspace to the pool (reallocated by the next execute)."""
-        self._hot = None
         if self._bufs is not None and self._bufs.has("work"):
             self._bufs.release("work")
 
     # ---- lifecycle --------------------------------------------------------------------------
     def _release(self) -> None:
-        self._hot = None
+        self._hot = self._run = None
         plan, self._cuda_plan = getattr(self, "_cuda_plan", None), None
         self._cpu_plan = None
         if plan is not None:
@@ -463,26 +336,8 @@ class FFT(StatefulObject):
         return self._cuda_plan.workspace_size if self._cuda_plan is not None else 0
 
 
-def direction_is_planned(d, obj) -> bool:
-    return d == obj._plan_direction
-
-
 def _is_operand(x) -> bool:
     return isinstance(x, Operand)
-
-
-def _nbytes(shape, strides, dtype) -> int:
-    from .._internal.dtypes import ITEMSIZE
-
-    return (1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 1)) * ITEMSIZE[dtype]
-
-
-def _scale_in_place(obj, scale, s, spec) -> None:
-    """Fallback when a scale cannot be fused (half precision, two raw callbacks)."""
-    if spec.staged:
-        obj *= scale
-        return
-    adapter(spec.package).scale_(obj, scale, s, spec.device_id)
 
 
 # ---- function forms ---------------------------------------------------------------------------
@@ -507,7 +362,8 @@ def _options_for(options, fft_type):
     return opts
 
 
-def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direction, fft_type):
+def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
+          fft_type):
     fast = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
@@ -522,18 +378,13 @@ def _run(operand, axes, options, execution, prolog, epilog, stream, norm, direct
             except TypeError:  # unhashable entries in axes: reported by coerce_axes below
                 obj = fast = None
             if obj is not None:
-                ptr = found[1]
-                hot = obj._hot  # planned for `direction` on the current stream: run it directly
+                hot = obj._hot  # planned for `direction`: run it on the current stream
                 if hot is not None:
-                    obj._in_c.value = ptr
                     try:
-                        return hot()
+                        return hot(obj, None, None, operand, found[1])
                     finally:
-                        obj._in_c.value = None
                         plan_cache.put(fast, obj, obj.workspace_size)
-                obj._in_obj = operand
-                obj._in_ptr = obj._in_c.value = ptr
-                obj._op = None
+                obj._set_operand(wrap(operand))
                 return _execute_and_put_back(obj, fast, direction, stream)
     if fast is None:
         axes = coerce_axes(axes)
@@ -558,8 +409,7 @@ def _execute_and_put_back(obj, key, direction, stream):
     try:
         return obj.execute(direction=direction, stream=stream)
     finally:
-        obj._op = obj._in_obj = obj._in_ptr = obj._in_c.value = None
-        obj._stream = obj._stream_holder = None  # each call resolves its own stream
+        obj._park()
         plan_cache.put(key, obj, obj.workspace_size)
 
 
@@ -603,7 +453,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     >>> bool(np.allclose(z, x, atol=1e-6))
     True
     """
-    return _run(operand, axes, options, execution, prolog, epilog, stream, norm,
+    return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
                 FFTDirection.FORWARD if direction is None else _parse_direction(direction), None)
 
 
@@ -616,14 +466,14 @@ def ifft(operand, /, *, axes=None, options=None, execution=None, prolog=None, ep
         if opts.fft_type == "R2C":
             raise InvalidOptionError("options.fft_type must be 'C2C' or 'C2R' for ifft, got "
                                      "'R2C'")
-    return _run(operand, axes, opts, execution, prolog, epilog, stream, norm,
+    return _call(operand, axes, opts, execution, prolog, epilog, stream, norm,
                 FFTDirection.INVERSE, "C2C" if opts is None or opts.fft_type is None else None)
 
 
 def rfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
          stream=None, norm=None):
     """N-D forward R2C FFT of a real operand (``axes[-1]`` halved); see :func:`fft`."""
-    return _run(operand, axes, options, execution, prolog, epilog, stream, norm,
+    return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
                 FFTDirection.FORWARD, "R2C")
 
 
@@ -634,5 +484,5 @@ def irfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, e
     The output length along ``axes[-1]`` is ``2*(m-1)`` (``options.last_axis_parity='odd'``:
     ``2*(m-1)+1``).
     """
-    return _run(operand, axes, options, execution, prolog, epilog, stream, norm,
+    return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
                 FFTDirection.INVERSE, "C2R")

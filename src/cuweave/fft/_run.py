@@ -1,0 +1,148 @@
+"""The one cuFFT execute path of :class:`~cuweave.fft.FFT`, specialized at plan time.
+
+:func:`build_run` turns a planned FFT object into one function ``run(f, direction=None,
+stream=None, x=None, ptr=None)`` that every CUDA entry point calls (``FFT.execute()`` with or
+without arguments, and the function forms; a cache hit passes its array ``x`` and its address
+``ptr`` instead of binding them to the object). Its steps are chosen once, at plan time:
+
+=====================  ===========================================================
+step                   chosen at plan time
+=====================  ===========================================================
+device                 the plan's device made current (the caller's one restored)
+stream                 the package's current-stream getter, else the stored stream
+ordering               ``cufftSetStream`` and the shared buffers' ordering
+                       (:class:`~cuweave._internal.resources.StreamResources`),
+                       only when the stream changes
+work area              set on the plan when it is missing (``release_workspace``)
+input                  the operand, one staged upload (host operands) or a scratch
+                       copy (C2R overwrites its input)
+output                 in place, the package's result allocator, a staged buffer
+finish                 download (host operands), an unfused ``norm`` scale,
+                       synchronize (``blocking=True``)
+=====================  ===========================================================
+
+The input and output addresses travel in ``c_void_p`` objects through the untyped
+``cufftXtExec`` (:func:`cuweave._bindings.cufft.bare`): no argument conversion per call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from .._internal import cuda
+from .._internal.dtypes import ITEMSIZE
+from .._internal.errors import CufftError
+from .._internal.packages import adapter, empty
+from .._internal.staging import shared_stager
+
+__all__ = ["build_run", "nbytes"]
+
+
+def nbytes(shape, strides, dtype) -> int:
+    """Bytes spanned by an array of ``shape`` and element ``strides``."""
+    return (1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 1)) * ITEMSIZE[dtype]
+
+
+def build_run(f):
+    """The run of the planned FFT object ``f`` (module docstring)."""
+    spec, plan, bufs = f._spec, f._cuda_plan, f._bufs
+    pkg = adapter(spec.package)
+    device_id, staged, inplace = spec.device_id, spec.staged, spec.inplace
+    get_device, set_device = cuda.current_device, cuda.set_device
+    current = pkg.stream_getter(device_id) if not staged and pkg.owns_stream else None
+    alloc = None
+    if current is not None and f.options.allocator is None and not inplace:
+        alloc = pkg.result_allocator(spec.out_shape, spec.out_dtype, spec.layout.out_perm,
+                                     device_id)
+    c2r_copy = spec.fft_type == "C2R" and not staged
+    in_bytes = nbytes(spec.shape, spec.dev_strides, spec.dtype)
+    out_bytes = nbytes(spec.out_shape, spec.layout.out_strides, spec.out_dtype)
+    exec_bare, handle, set_stream = plan.exec_bare, plan.handle, plan.set_stream
+    work = plan.workspace_size
+    planned = int(f._plan_direction)
+    scale = plan.unfused_scale
+    blocking = f.options.blocking is True and not staged
+    cur = f._cur_stream  # the stream last set on the plan (None: order again)
+    tmp_in, out_c, given = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+
+    def run(f, direction=None, stream=None, x=None, ptr=None):  # f: an argument (no cycle)
+        prev = get_device()
+        if prev != device_id:
+            set_device(device_id)
+        try:
+            if stream is not None:
+                s = stream
+            elif current is not None:
+                s = current()
+            else:
+                s = f._stream or 0
+            if s != cur[0]:
+                bufs.enter(s)  # the shared buffers: order s after their last user stream
+                set_stream(s)
+                cur[0] = s
+            if work and not bufs.has("work"):
+                plan.set_work_area(bufs.get("work", work, s))
+            if ptr is None:
+                in_c = f._in_c
+            else:
+                in_c = given
+                given.value = ptr
+            if staged:
+                tmp_in.value = bufs.get("in", in_bytes, s)
+                shared_stager().upload(f._op.host_array(), tmp_in.value, s)
+                in_c = tmp_in
+            elif c2r_copy:  # cuFFT's C2R overwrites its input: transform a copy
+                tmp_in.value = bufs.get("c2r_in", in_bytes, s)
+                cuda.memcpy_async(tmp_in.value, in_c.value, in_bytes, s)
+                in_c = tmp_in
+            res = None
+            if inplace:
+                out = in_c
+            elif staged:
+                out_c.value = bufs.get("out", out_bytes, s)
+                out = out_c
+            elif alloc is not None and stream is None:
+                res, out_c.value = alloc(s, False)
+                out = out_c
+            else:
+                op = empty(f._op, spec.out_shape, spec.out_dtype, perm=spec.layout.out_perm,
+                           stream=s, allocator=f.options.allocator)
+                res, out_c.value = op.obj, op.ptr
+                out = out_c
+            status = exec_bare(handle, in_c, out, planned if direction is None else direction)
+            if status:
+                raise CufftError(status, "cufftXtExec")
+            if staged:
+                res = _stage_out(f, pkg, out.value, s)
+            elif inplace:
+                res = f._in_obj if x is None else x
+            if scale != 1.0:  # a scale that could not be fused
+                if staged:
+                    res *= scale
+                else:
+                    pkg.scale_(res, scale, s, device_id)
+            if blocking:
+                cuda.synchronize(s)
+            if stream is not None and bufs.mark(s):
+                cur[0] = None  # an explicit stream may die: the next run orders by the event
+            return res
+        finally:
+            if prev != device_id and prev is not None:
+                set_device(prev)  # the caller's device again
+
+    return run
+
+
+def _stage_out(f, pkg, out_ptr, s):
+    """Download the result of a run on a host operand (into it, when in place)."""
+    spec = f._spec
+    if spec.inplace:
+        shared_stager().download(out_ptr, f._op.host_array(), s)
+        return f._in_obj
+    perm = spec.layout.out_perm
+    host = empty(f._op, tuple(spec.out_shape[p] for p in perm), spec.out_dtype)
+    shared_stager().download(out_ptr, host.host_array(), s)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return pkg.permute(host.obj, inv)
