@@ -27,6 +27,7 @@ A kernel (nvmath-python 1.0's surface; only the import changes)::
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 
@@ -49,7 +50,7 @@ from .common_cuda import ComputeCapability, Dim3
 
 __all__ = ["Matmul", "matmul", "Layout", "SharedStorageCalc", "MAX_ALIGNMENT", "Precision",
            "Arrangement", "TransposeMode", "LeadingDimension", "Alignment",
-           "get_current_device_cc"]
+           "get_current_device_cc", "warm_cache"]
 
 _log = get_logger("device.matmul")
 _lock = threading.Lock()
@@ -557,3 +558,65 @@ def matmul(size, precision, data_type="real", *, compiler=None, code_type=None,
     if code_type is not None and knobs.get("sm") is None:
         knobs["sm"] = getattr(code_type, "cc", code_type)
     return Matmul(size, precision, data_type, **knobs)
+
+
+def _compile_worker(knobs: dict) -> str | None:
+    """Process-pool worker: traits and the pointer execute of one configuration, into the disk
+    cache; returns an error text or None (the parent raises it, typed, when it builds)."""
+    try:
+        mm = Matmul(**knobs)
+        from . import _blas_numba
+
+        _blas_numba._execute_code(mm)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def warm_cache(configs, max_workers=None) -> list[Matmul]:
+    """Build several :class:`Matmul` objects, compiling missing ones in parallel processes.
+
+    ``configs`` is an iterable of keyword dicts for :class:`Matmul` (``size``, ``precision``,
+    ``data_type`` included). Traits and the shared-memory ``execute`` of every configuration
+    not yet in the disk cache are generated in worker processes (libmathdx is CPU-bound and
+    serial), so the kernels that use them later link in milliseconds. Invalid knobs raise
+    before any compilation. Returns the objects in order.
+    """
+    configs = [dict(c) for c in configs]
+    if not configs:
+        return []
+    sm = None
+    for kw in configs:
+        if kw.get("sm") is None:
+            if sm is None:
+                from .fft import default_sm
+
+                sm = default_sm()
+            kw["sm"] = sm
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            MatmulSpec.from_knobs(**kw)  # validate everything before compiling anything
+    workers = min(len(configs), max_workers or os.cpu_count() or 1)
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        _log.info("compiling up to %d device GEMM configurations in %d processes",
+                  len(configs), workers)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            list(pool.map(_compile_worker, configs))
+    return [Matmul(**kw) for kw in configs]
+
+
+_TENSOR_FUNCTIONS = ("make_tensor", "copy", "copy_fragment", "clear", "axpby", "copy_wait",
+                     "OpaqueTensorType")
+
+
+def __getattr__(name):
+    """The opaque-tensor functions live with numba (``_blas_numba``); imported on first use."""
+    if name in _TENSOR_FUNCTIONS:
+        from . import _blas_numba
+
+        return getattr(_blas_numba, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,343 @@
+"""CPU tests of cuweave.device.Matmul: knob validation, traits from libmathdx, the disk cache,
+and kernels typed by numba and linked for sm_90 by nvJitLink (no GPU needed).
+
+The library-backed tests are skipped without nvidia-libmathdx-cu13 / numba-cuda / nvJitLink.
+"""
+
+from __future__ import annotations
+
+import os
+import types as pytypes
+import warnings
+
+import numpy as np
+import pytest
+
+from cuweave._internal.errors import InvalidOptionError
+from cuweave.device._blas_options import MatmulSpec
+
+ROW, COL = "row_major", "col_major"
+
+
+# ---------------------------------------------------------------------------------------------
+# Knobs (pure Python)
+# ---------------------------------------------------------------------------------------------
+
+
+def _spec(**kw):
+    base = dict(size=(32, 16, 64), precision=np.float32, data_type="real",
+                arrangement=(ROW, COL, COL), sm=90)
+    base.update(kw)
+    return MatmulSpec.from_knobs(**base)
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    (dict(size=(32, 16)), "size must be a sequence (m, n, k)"),
+    (dict(size=(32, 0, 4)), "size must be a positive integer"),
+    (dict(precision=np.int32), "precision.a must be one of"),
+    (dict(precision=(np.float16, np.float32)), "precision must be one dtype or a 3-sequence"),
+    (dict(data_type="quaternion"), "data_type must be one of"),
+    (dict(execution="Thread"), "execution must be 'Block'"),
+    (dict(function="TRSM"), "function must be 'MM'"),
+    (dict(arrangement=None), "exactly one of arrangement and transpose_mode"),
+    (dict(arrangement=(ROW, COL)), "arrangement must be a 3-sequence"),
+    (dict(arrangement=(ROW, COL, "diagonal")), "arrangement.c must be one of"),
+    (dict(block_size=64, block_dim=(64, 1, 1)), "block_size and block_dim must not both"),
+    (dict(block_dim=(64, 32, 1)), "at most 1024 threads"),
+    (dict(block_size=-3), "block_size must be a positive integer"),
+    (dict(leading_dimension=(64, 64)), "leading_dimension must be a 3-sequence"),
+    (dict(alignment=(4, 4, 6)), "alignment.c must be a multiple of 4"),
+    (dict(alignment=(32, 4, 4)), "at most 16"),
+    (dict(with_pipeline=True), "with_pipeline must be False"),
+    (dict(static_block_dim="yes"), "static_block_dim must be a bool"),
+    (dict(sm=12), "sm must be a compute capability"),
+])
+def test_bad_knobs_raise_typed_value_errors(kw, fragment):
+    with pytest.raises(InvalidOptionError, match=None) as info:
+        _spec(**kw)
+    assert fragment in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_both_arrangement_and_transpose_mode_rejected():
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidOptionError, match="exactly one"):
+        _spec(transpose_mode=("non_transposed", "transposed"))
+
+
+def test_knob_normalization_and_dims():
+    s = _spec(precision=(np.float16, np.float16, np.float32), block_size=128, sm=(9, 0))
+    assert tuple(s.precision) == ("float16", "float16", "float32")
+    assert s.block_dim == (128, 1, 1) and s.sm == 900
+    assert (s.a_dim, s.b_dim, s.c_dim) == ((32, 64), (64, 16), (32, 16))
+    assert _spec(block_dim=(32, 2)).block_dim == (32, 2, 1)
+    assert _spec(block_size="suggested").block_dim == "suggested"
+    assert _spec(leading_dimension="suggested").leading_dimension == "suggested"
+    with pytest.warns(DeprecationWarning):
+        t = _spec(arrangement=None, transpose_mode=("transposed", "transposed"))
+    # transposed operands are stored as op(X)^T: A is k x m, B is n x k
+    assert (t.a_dim, t.b_dim, t.c_dim) == ((64, 32), (16, 64), (32, 16))
+    assert hash(s.key()) == hash(_spec(precision=(np.float16, np.float16, np.float32),
+                                       block_size=128).key())
+
+
+def test_shared_storage_calc():
+    from cuweave.device.matmul import SharedStorageCalc
+
+    calc = SharedStorageCalc()
+    calc.add(16, 2, 10)      # 20 bytes
+    assert calc.get() == 20
+    calc.add(16, 8)          # aligned up to 32, then 8
+    assert calc.get() == 40
+    calc.add(4, 4, 3)
+    assert calc.get() == 52
+    with pytest.raises(InvalidOptionError, match="alignment must be a positive integer"):
+        calc.add(0, 4)
+    with pytest.raises(InvalidOptionError, match="add takes 2 or 3 arguments"):
+        calc.add(1)
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    (dict(compiler="nvcc"), "compiler must be 'numba'"),
+    (dict(execute_api="dynamic"), "execute_api must be"),
+    (dict(tensor_types=("smem_a", "smem_b")), "tensor_types must be 3 of"),
+])
+def test_matmul_factory_validates_legacy_knobs(kw, fragment):
+    from cuweave.device.matmul import matmul
+
+    with pytest.raises(InvalidOptionError, match=fragment):
+        matmul((16, 16, 16), np.float32, "real", arrangement=(ROW, COL, COL), sm=90, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# libmathdx-backed (CPU)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mathdx(tmp_path_factory):
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    from cuweave._internal.errors import LibraryNotFoundError
+    from cuweave.device import _blas_mathdx, _cache
+
+    try:
+        _blas_mathdx.versions()
+    except LibraryNotFoundError as e:
+        pytest.skip(f"libmathdx is not available: {e}")
+    old = os.environ.get("CUWEAVE_CACHE_DIR")
+    os.environ["CUWEAVE_CACHE_DIR"] = str(tmp_path_factory.mktemp("blascache"))
+    _cache.clear_memory()
+    yield _blas_mathdx
+    if old is None:
+        os.environ.pop("CUWEAVE_CACHE_DIR", None)
+    else:
+        os.environ["CUWEAVE_CACHE_DIR"] = old
+    _cache.clear_memory()
+
+
+@pytest.fixture(scope="module")
+def mm_f32(mathdx):
+    from cuweave.device.matmul import Matmul
+
+    return Matmul((32, 16, 64), np.float32, "real", arrangement=(ROW, COL, COL), sm=90,
+                  block_size=64)
+
+
+def test_versions(mathdx):
+    v = mathdx.versions()
+    assert v["libmathdx"] >= 400 and v["cublasdx"].count(".") == 2
+
+
+def test_traits_without_gpu(mm_f32):
+    mm = mm_f32
+    assert mm.block_dim == (64, 1, 1) and mm.block_size == 64 == mm.max_threads_per_block
+    assert tuple(mm.leading_dimension) == (64, 64, 32)     # row A: k; col B: k; col C: m
+    assert (mm.a_size, mm.b_size, mm.c_size) == (32 * 64, 64 * 16, 32 * 16)
+    assert mm.a_value_type is np.float32 and mm.value_type is np.float32
+    assert tuple(mm.alignment) == (4, 4, 4)
+    assert mm.get_shared_storage_size() == 4 * (2048 + 1024 + 512)
+    assert mm.get_shared_storage_size(80, 80, 40) == 4 * (32 * 80 + 16 * 80 + 16 * 40)
+    assert mm.get_shared_storage_size_ab() == 4 * (2048 + 1024)
+    assert mm.sm[:2] == (9, 0) and mm.arrangement == (ROW, COL, COL)
+    assert list(mm.valid("block_dim"))[0][0].x > 0
+    with pytest.raises(InvalidOptionError, match="get_shared_storage_size takes"):
+        mm.get_shared_storage_size(1, 2)
+    with pytest.raises(RuntimeError, match="inside a @cuda.jit kernel"):
+        mm.execute(1.0, None, None, 0.0, None)
+
+
+def test_suggested_knobs_resolve(mathdx):
+    from cuweave.device.matmul import Matmul
+
+    mm = Matmul((32, 16, 64), np.float32, "real", arrangement=(ROW, COL, COL), sm=90,
+                block_size=64, leading_dimension="suggested")
+    lda, ldb, ldc = mm.leading_dimension
+    assert lda >= 64 and ldb >= 64 and ldc >= 32          # padded against bank conflicts
+    assert mm.a_size == 32 * lda
+
+
+def test_layouts_and_cache(mathdx, mm_f32):
+    from cuweave.device import _cache
+    from cuweave.device.matmul import Layout, Matmul
+
+    sa, rc = mm_f32.suggest_layout_smem_a(), mm_f32.suggest_layout_rmem_c()
+    assert isinstance(sa, Layout) and sa.size == 32 * 64 and sa.cosize >= sa.size
+    assert rc.size == 32 * 16 // 64                       # one fragment per thread
+    g = mm_f32.get_layout_gmem_a(80)
+    assert g.cosize == 32 * 80 and g.leading_dimension == 80
+    with pytest.raises(InvalidOptionError, match="global-memory layouts only"):
+        Layout(mm_f32, "suggest_layout_smem_a", 8)
+    assert mm_f32.get_shared_storage_size_ab(sa, mm_f32.suggest_layout_smem_b()) >= 4 * 3072
+    entries = os.listdir(_cache.cache_dir())
+    assert any(e.endswith(".json") for e in entries)
+    _cache.clear_memory()                                 # a new process: disk only
+    again = Matmul((32, 16, 64), np.float32, "real", arrangement=(ROW, COL, COL), sm=90,
+                   block_size=64)
+    assert again.leading_dimension == mm_f32.leading_dimension
+    assert again.suggest_layout_smem_a().cosize == sa.cosize
+
+
+def test_unsupported_description_is_a_typed_error(mathdx):
+    from cuweave.device.matmul import Matmul
+
+    with pytest.raises(InvalidOptionError, match="precision must be float32 or float64"):
+        Matmul((16, 16, 16), np.float16, "complex", arrangement=(ROW, COL, COL), sm=90)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: numba typing + lowering, then an nvJitLink link for sm_90 (CPU only)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def link_sm90(monkeypatch):
+    """``link_sm90(pyfunc, sig)``: compile a kernel for sm_90 and link it with the generated
+    cuBLASDx LTO-IR into a cubin; returns ``(cubin, symbols)``."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    from cuweave.device import _blas_numba
+
+    monkeypatch.setattr(dispatcher, "get_current_device",
+                        lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
+    linked = []
+    original = _blas_numba._link
+    monkeypatch.setattr(_blas_numba, "_link",
+                        lambda context, code: (linked.append(code), original(context, code)))
+
+    def run(pyfunc, sig):
+        linked.clear()
+        try:
+            ir, _ = cuda.compile(pyfunc, sig, cc=(9, 0), output="ltoir")
+        except Exception as e:
+            if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
+                pytest.skip(f"libNVVM is not available: {e}")
+            raise
+        handle = nvjitlink.create(2, ["-arch=sm_90", "-lto"])
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, ir, len(ir), "kernel")
+            symbols = sorted({c["symbol"] for c in linked})
+            for code in {c["symbol"]: c for c in linked}.values():
+                nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, code["ltoir"],
+                                   len(code["ltoir"]), code["symbol"])
+            nvjitlink.complete(handle)
+            cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+            nvjitlink.get_linked_cubin(handle, cubin)
+        finally:
+            nvjitlink.destroy(handle)
+        return bytes(cubin), symbols
+
+    return run
+
+
+def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):
+    from numba import cuda
+    from numba.cuda import types
+
+    mm = mm_f32
+
+    def kernel(a, b, c, alpha, beta):
+        smem = cuda.shared.array(0, dtype=np.float32)
+        sa = smem[:mm.a_size]
+        sb = smem[mm.a_size:mm.a_size + mm.b_size]
+        sc = smem[mm.a_size + mm.b_size:]
+        for i in range(cuda.threadIdx.x, mm.a_size, mm.block_size):
+            sa[i] = a[i]
+        cuda.syncthreads()
+        mm.execute(alpha, sa, sb, beta, sc)
+        mm(alpha, sa, sb, beta, sc)                       # nvmath's earlier spelling
+        cuda.syncthreads()
+        for i in range(cuda.threadIdx.x, mm.c_size, mm.block_size):
+            c[i] = sc[i]
+
+    arr = types.float32[::1]
+    cubin, symbols = link_sm90(kernel, (arr, arr, arr, types.float32, types.float64))
+    assert len(cubin) > 1000 and len(symbols) == 1 and symbols[0].startswith("cublasdx_")
+
+
+def test_pointer_execute_rejects_wrong_dtype(mm_f32, link_sm90):
+    from numba import cuda
+    from numba.cuda import types
+
+    mm = mm_f32
+
+    def kernel(a, alpha):
+        sa = cuda.shared.array(2048, dtype=np.float64)
+        mm.execute(alpha, sa, sa, alpha, sa)
+
+    with pytest.raises(Exception, match="a must hold float32 elements"):
+        link_sm90(kernel, (types.float32[::1], types.float32))
+
+
+@pytest.mark.slow
+def test_tensor_api_links_for_sm90(mathdx, link_sm90):
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device._blas_numba import (
+        axpby,
+        clear,
+        copy,
+        copy_fragment,
+        copy_wait,
+        make_tensor,
+    )
+    from cuweave.device.matmul import Matmul
+
+    mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
+                arrangement=(COL, ROW, ROW), sm=90, block_size=128)
+    la, lb, lc = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
+
+    def kernel(alpha, a, b, beta, c, out):
+        smem = cuda.shared.array(shape=(0,), dtype=np.float16, alignment=16)
+        sa = make_tensor(smem[:la.cosize], la)
+        sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
+        acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b, mm.get_layout_gmem_b()), sb)
+        clear(acc)
+        copy_wait()
+        mm.execute(sa, sb, acc)
+        cf = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        copy_fragment(make_tensor(c, mm.get_layout_gmem_c()), cf)
+        axpby(alpha, acc, beta, cf)
+        copy_fragment(cf, make_tensor(out, mm.get_layout_gmem_c()))
+
+    f16c, f16f = types.float16[:, ::1], types.Array(types.float16, 2, "F")
+    f32c = types.float32[:, ::1]
+    cubin, symbols = link_sm90(kernel, (types.float32, f16f, f16c, types.float32, f32c, f32c))
+    kinds = {s.split("_")[1] for s in symbols}
+    assert {"copy", "execute", "axpby", "zero"} <= kinds and len(cubin) > 1000
+
+
+def test_warm_cache_validates_before_compiling(mathdx):
+    from cuweave.device.matmul import warm_cache
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(InvalidOptionError, match="size must be a positive integer"):
+            warm_cache([dict(size=(16, 16, 16), precision=np.float32, data_type="real",
+                             arrangement=(ROW, COL, COL), sm=90),
+                        dict(size=(16, -1, 16), precision=np.float32, data_type="real",
+                             arrangement=(ROW, COL, COL), sm=90)])
+    assert warm_cache([]) == []
