@@ -156,7 +156,7 @@ class Results:
             "platform": platform.platform(),
         }
         try:
-            from cuweave._internal.info import collect
+            from cuweave._info import collect
 
             d = collect()
             self.meta["gpus"] = d.get("gpus")

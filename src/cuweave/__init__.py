@@ -73,13 +73,13 @@ def __dir__():
 
 def is_available() -> bool:
     """``True`` when a CUDA device is usable and cuBLASLt and cuFFT can be loaded."""
-    from ._internal import info as _info
+    from . import _info
 
     return _info.is_available()
 
 
 def info() -> dict:
     """A description of this machine as cuweave sees it (GPUs, driver, libraries, backends)."""
-    from ._internal import info as _info
+    from . import _info
 
     return _info.collect()

@@ -8,7 +8,7 @@ import sys
 
 
 def _info(args) -> int:
-    from ._internal.info import collect, format_info
+    from ._info import collect, format_info
 
     d = collect()
     print(json.dumps(d, indent=2) if args.json else format_info(d))

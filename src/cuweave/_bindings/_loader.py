@@ -12,7 +12,7 @@ import threading
 
 from .._internal.errors import LibraryNotFoundError
 
-__all__ = ["load_library", "library_path", "EXTRA_FOR_LIBRARY"]
+__all__ = ["load_library", "library_path", "untyped", "EXTRA_FOR_LIBRARY"]
 
 #: Which pip extra of cuweave installs each library.
 EXTRA_FOR_LIBRARY = {
@@ -57,6 +57,20 @@ def load_library(name: str) -> ctypes.CDLL:
         _paths[name] = path or "<loaded by the process>"
         _loaded[name] = lib
         return lib
+
+
+def untyped(lib: ctypes.CDLL, name: str, restype=ctypes.c_int):
+    """A second function object for the symbol ``name`` of ``lib``, without ``argtypes``: the
+    one way cuweave calls C without per-call argument conversion (hot paths).
+
+    Every argument must then be a ctypes object built once (``c_void_p`` whose ``.value`` the
+    caller updates, ``byref`` of a structure); a plain Python int is passed as a C ``int``
+    (right for handles and enum values, wrong for addresses). The declared function of the
+    same symbol keeps its ``argtypes``.
+    """
+    fn = lib._FuncPtr((name, lib))
+    fn.restype = restype
+    return fn
 
 
 def library_path(name: str) -> str | None:

@@ -5,9 +5,9 @@ Nothing is loaded at import time: the first call of any wrapper loads ``libcubla
 once. Wrappers raise :class:`~cuweave._internal.errors.CublasLtError` (status name + hint) for
 any status other than ``CUBLAS_STATUS_SUCCESS``.
 
-The hot path does not go through the wrappers: :func:`matmul_function` returns the raw ctypes
-function (argtypes declared) so a planned object can call it with a pre-built argument list and
-check the integer status itself.
+The hot path does not go through the wrappers: :func:`bare` returns ``cublasLtMatmul`` without
+``argtypes`` (the one unconverted-call mechanism, ``_loader.untyped``) so a planned object calls
+it with a pre-built argument list and checks the integer status itself.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 from enum import IntEnum
 
 from .._internal.errors import CublasLtError
-from ._loader import load_library
+from ._loader import load_library, untyped
 
 __all__ = [
     "Operation", "FillMode", "PointerMode", "Order", "BatchMode", "MatrixLayoutAttribute",
@@ -29,7 +29,7 @@ __all__ = [
     "matrix_layout_destroy", "matrix_layout_set_attribute", "preference_create",
     "preference_destroy", "preference_set_attribute", "algo_get_heuristic", "algo_get_ids",
     "algo_init", "algo_check", "algo_cap_get_attribute", "algo_config_get_attribute",
-    "algo_config_set_attribute", "matmul", "matmul_function", "ATTRIBUTE_CTYPES",
+    "algo_config_set_attribute", "matmul", "matmul_function", "bare", "ATTRIBUTE_CTYPES",
 ]
 
 
@@ -388,6 +388,12 @@ def lib() -> ctypes.CDLL:
                 fn.argtypes = argtypes
             _lib = cdll
     return _lib
+
+
+def bare(name: str):
+    """``name`` without ``argtypes`` (:func:`~cuweave._bindings._loader.untyped`): for calls
+    with pre-built ctypes arguments only (the planned ``cublasLtMatmul``)."""
+    return untyped(lib(), name, _SIGNATURES[name][0])
 
 
 def check(status: int, function: str) -> None:

@@ -18,7 +18,7 @@ import threading
 from enum import IntEnum
 
 from .._internal.errors import CufftError
-from ._loader import load_library
+from ._loader import load_library, untyped
 
 __all__ = [
     "CufftType",
@@ -135,7 +135,7 @@ def _declare() -> dict[str, object]:
         if _funcs:
             return _funcs
         lib = load_library("cufft")
-        table, untyped = {}, {}
+        table, bare_fns = {}, {}
         for name, argtypes in _SIGNATURES.items():
             try:
                 fn = getattr(lib, name)
@@ -144,11 +144,8 @@ def _declare() -> dict[str, object]:
             fn.argtypes = list(argtypes)
             fn.restype = _c.c_int
             table[name] = fn
-            # a second function object for the same symbol, without argtypes (see bare())
-            b = lib._FuncPtr((name, lib))
-            b.restype = _c.c_int
-            untyped[name] = b
-        _bare.update(untyped)
+            bare_fns[name] = untyped(lib, name)  # see bare()
+        _bare.update(bare_fns)
         _funcs.update(table)
     return _funcs
 
@@ -164,12 +161,9 @@ def raw(name: str):
 
 
 def bare(name: str):
-    """``name`` without ``argtypes``: every pointer argument must be a ctypes object.
-
-    Integers are passed as C ``int`` (right for handles and directions, wrong for addresses):
-    pass addresses as ``ctypes.c_void_p`` objects built once and updated through ``.value``.
-    Saves the per-call argument conversion of :func:`raw` on hot paths.
-    """
+    """``name`` without ``argtypes`` (:func:`~cuweave._bindings._loader.untyped`): addresses
+    must be ``ctypes.c_void_p`` objects built once and updated through ``.value``. Saves the
+    per-call argument conversion of :func:`raw` on hot paths."""
     _declare()
     try:
         return _bare[name]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["CudaDataType", "ComputeType"]
+__all__ = ["CudaDataType", "ComputeType", "DATA_TYPE"]
 
 
 class CudaDataType(IntEnum):
@@ -63,3 +63,20 @@ class ComputeType(IntEnum):
     COMPUTE_64F_PEDANTIC = 71
     COMPUTE_32I = 72
     COMPUTE_32I_PEDANTIC = 73
+
+
+#: cuweave's canonical dtype names -> ``cudaDataType_t`` (the one map; see _internal.dtypes)
+DATA_TYPE = {
+    "float16": CudaDataType.CUDA_R_16F,
+    "bfloat16": CudaDataType.CUDA_R_16BF,
+    "float32": CudaDataType.CUDA_R_32F,
+    "float64": CudaDataType.CUDA_R_64F,
+    "complex32": CudaDataType.CUDA_C_16F,
+    "complex64": CudaDataType.CUDA_C_32F,
+    "complex128": CudaDataType.CUDA_C_64F,
+    "float8_e4m3fn": CudaDataType.CUDA_R_8F_E4M3,
+    "float8_e5m2": CudaDataType.CUDA_R_8F_E5M2,
+    "int8": CudaDataType.CUDA_R_8I,
+    "uint8": CudaDataType.CUDA_R_8U,
+    "int32": CudaDataType.CUDA_R_32I,
+}

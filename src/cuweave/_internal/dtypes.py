@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._bindings.library_types import CudaDataType
 from .errors import InvalidOperandError
 
 __all__ = [
     "ITEMSIZE",
-    "CUDA_DATA_TYPE",
     "NUMPY_NATIVE",
     "is_complex",
     "real_dtype",
@@ -28,21 +26,6 @@ ITEMSIZE = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
     "int64": 8, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
     "complex32": 4, "complex64": 8, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1,
-}
-
-CUDA_DATA_TYPE = {
-    "float16": CudaDataType.CUDA_R_16F,
-    "bfloat16": CudaDataType.CUDA_R_16BF,
-    "float32": CudaDataType.CUDA_R_32F,
-    "float64": CudaDataType.CUDA_R_64F,
-    "complex32": CudaDataType.CUDA_C_16F,
-    "complex64": CudaDataType.CUDA_C_32F,
-    "complex128": CudaDataType.CUDA_C_64F,
-    "float8_e4m3fn": CudaDataType.CUDA_R_8F_E4M3,
-    "float8_e5m2": CudaDataType.CUDA_R_8F_E5M2,
-    "int8": CudaDataType.CUDA_R_8I,
-    "uint8": CudaDataType.CUDA_R_8U,
-    "int32": CudaDataType.CUDA_R_32I,
 }
 
 #: dtypes NumPy represents natively (others are stored raw: bfloat16 as uint16, fp8 as uint8)

@@ -13,16 +13,14 @@ import dataclasses
 import time
 
 from .._bindings import cufft
-from .._bindings.library_types import CudaDataType
+from .._bindings.library_types import DATA_TYPE
 from .._internal import cuda
 from .._internal.errors import InvalidOptionError
 from . import _callbacks as cb
 
 __all__ = ["CudaPlan", "on_device"]
 
-_HALF = {"float16": CudaDataType.CUDA_R_16F, "complex32": CudaDataType.CUDA_C_16F}
-_CUDA_TYPE = {**_HALF, "float32": CudaDataType.CUDA_R_32F, "float64": CudaDataType.CUDA_R_64F,
-              "complex64": CudaDataType.CUDA_C_32F, "complex128": CudaDataType.CUDA_C_64F}
+_HALF = frozenset(["float16", "complex32"])
 _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 
 
@@ -183,11 +181,11 @@ class CudaPlan:
         """``cufftXtMakePlanMany`` (every precision; the entry point LTO callbacks work with)."""
         lay = spec.layout
         in_embed, out_embed = (None, None) if _basic(spec) else (lay.inp.embed, lay.out.embed)
-        exec_t = _CUDA_TYPE[_EXEC_TYPE.get(spec.dtype, spec.dtype)]
+        exec_t = DATA_TYPE[_EXEC_TYPE.get(spec.dtype, spec.dtype)]
         return cufft.xt_make_plan_many(
             self.handle, len(lay.n), lay.n, in_embed, lay.inp.stride, lay.inp.dist,
-            _CUDA_TYPE[spec.dtype], out_embed, lay.out.stride, lay.out.dist,
-            _CUDA_TYPE[spec.out_dtype], lay.batch, exec_t)
+            DATA_TYPE[spec.dtype], out_embed, lay.out.stride, lay.out.dist,
+            DATA_TYPE[spec.out_dtype], lay.batch, exec_t)
 
     def set_stream(self, stream: int) -> None:
         cufft.set_stream(self.handle, stream)

@@ -7,8 +7,8 @@ import ctypes
 import numpy as np
 
 from ..._bindings import cublaslt as lt
+from ..._bindings.library_types import DATA_TYPE
 from ..._internal.arrays import check_same_place
-from ..._internal.dtypes import CUDA_DATA_TYPE
 from ..._internal.packages import wrap_operand
 from ._epilogs import (
     AUX_LD_BITS,
@@ -139,7 +139,7 @@ class EpilogBinding:
             if count > 1:
                 self.static.append((_A.EPILOGUE_AUX_BATCH_STRIDE, shape[-2] * shape[-1] * bits))
             if aux_type is not None and aux_name in AUX_TYPED:
-                self.static.append((_A.EPILOGUE_AUX_DATA_TYPE, int(CUDA_DATA_TYPE[aux_type])))
+                self.static.append((_A.EPILOGUE_AUX_DATA_TYPE, int(DATA_TYPE[aux_type])))
             self.static.append((_A.EPILOGUE_AUX_POINTER, ctypes.c_void_p(_PLACEHOLDER)))
         if spec.bgrad_output and count > 1:
             length = p.n if self.lt.bgrad_output == "bgradb" else p.m
@@ -149,7 +149,7 @@ class EpilogBinding:
                 self.inputs["bias"].ptr if spec.bias else _PLACEHOLDER)))
             if types["fp8"]:
                 bd = types["c_layout"] if spec.bias else "bfloat16"
-                self.static.append((_A.BIAS_DATA_TYPE, int(CUDA_DATA_TYPE[bd])))
+                self.static.append((_A.BIAS_DATA_TYPE, int(DATA_TYPE[bd])))
 
     def static_attributes(self):
         return list(self.static)

@@ -14,9 +14,9 @@ import threading
 import numpy as np
 
 from ..._bindings import cublaslt as lt
-from ..._bindings.library_types import CudaDataType
+from ..._bindings.library_types import DATA_TYPE, CudaDataType
 from ..._internal import cuda
-from ..._internal.dtypes import CUDA_DATA_TYPE, ITEMSIZE
+from ..._internal.dtypes import ITEMSIZE
 from ..._internal.errors import CublasLtError, InvalidOperandError
 from ..._internal.memory import parse_memory_limit
 from ..._internal.packages import allocate
@@ -60,9 +60,7 @@ def handle_for(device_id: int) -> int:
 def _raw_matmul_function():
     """``cublasLtMatmul`` without ``argtypes``: called with pre-built ctypes objects only, so
     ctypes passes them as they are instead of converting 16 Python values per call."""
-    fn = lt.lib()["cublasLtMatmul"]  # a new function object: the declared one keeps argtypes
-    fn.restype = ctypes.c_int
-    return fn
+    return lt.bare("cublasLtMatmul")
 
 
 def _extent_bytes(lt_op, count, itemsize) -> int:
@@ -150,7 +148,7 @@ class CudaEngine:
         return algorithms
 
     def _layout(self, dtype, lt_op, count):
-        h = lt.matrix_layout_create(CUDA_DATA_TYPE[dtype], lt_op.rows, lt_op.cols, lt_op.ld)
+        h = lt.matrix_layout_create(DATA_TYPE[dtype], lt_op.rows, lt_op.cols, lt_op.ld)
         self._layouts.append(h)
         if count > 1:
             lt.matrix_layout_set_attribute(h, lt.MatrixLayoutAttribute.BATCH_COUNT, count)

@@ -66,9 +66,9 @@ def _dtype_or_none(value, name):
     if value is None:
         return None
     if isinstance(value, CudaDataType):
-        from ..._internal.dtypes import CUDA_DATA_TYPE
+        from ..._bindings.library_types import DATA_TYPE
 
-        for k, v in CUDA_DATA_TYPE.items():
+        for k, v in DATA_TYPE.items():
             if v == value:
                 return k
         raise InvalidOptionError(f"{name} must be a supported data type, got {value!r}")

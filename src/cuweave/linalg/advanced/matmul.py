@@ -414,13 +414,13 @@ class Matmul(StatefulObject):
         if self._on_cpu:
             return [-1]
         from ..._bindings import cublaslt as lt
-        from ..._internal.dtypes import CUDA_DATA_TYPE
+        from ..._bindings.library_types import DATA_TYPE
         from ._cuda import handle_for
 
         t = self._types
         return lt.algo_get_ids(handle_for(self._device_id), t["compute"], t["scale"],
-                               CUDA_DATA_TYPE[t["a"]], CUDA_DATA_TYPE[t["b"]],
-                               CUDA_DATA_TYPE[t["c_layout"]], CUDA_DATA_TYPE[t["d"]], limit)
+                               DATA_TYPE[t["a"]], DATA_TYPE[t["b"]],
+                               DATA_TYPE[t["c_layout"]], DATA_TYPE[t["d"]], limit)
 
     # ---------------------------------------------------------------- autotune
     def autotune(self, iterations: int = 10, prune=None, release_workspace: bool = False,

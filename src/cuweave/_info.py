@@ -10,7 +10,7 @@ import importlib.metadata as md
 import platform
 import sys
 
-from . import cuda
+from ._internal import cuda
 
 __all__ = ["collect", "is_available", "format_info"]
 
@@ -27,7 +27,7 @@ def _version(dist: str) -> str | None:
 
 
 def _library(name: str, version_fn: str | None):
-    from .._bindings._loader import library_path, load_library
+    from ._bindings._loader import library_path, load_library
 
     try:
         lib = load_library(name)
@@ -73,7 +73,7 @@ def _gpus() -> list[dict]:
 
 def collect() -> dict:
     """Probe everything (never raises) and return a JSON-able dict."""
-    from .._version import __version__
+    from ._version import __version__
 
     d: dict = {
         "cuweave": __version__,
@@ -114,7 +114,7 @@ def is_available() -> bool:
     """A usable CUDA device, and cuBLASLt and cuFFT can be loaded."""
     if not cuda.is_available():
         return False
-    from .._bindings._loader import load_library
+    from ._bindings._loader import load_library
 
     try:
         load_library("cublasLt")
