@@ -11,8 +11,7 @@ from ..._bindings.library_types import DATA_TYPE
 from ..._internal.arrays import check_same_place
 from ..._internal.packages import wrap_operand
 from ._epilogs import (
-    AUX_LD_BITS,
-    AUX_TYPED,
+    AUX_FORMATS,
     MatmulEpilog,
     aux_layout,
     epilog_spec,
@@ -126,7 +125,7 @@ class EpilogBinding:
         self.outputs = []  # (user name, lt name, shape, strides, dtype)
         for name in self.lt.outputs:
             shape, strides, dtype = aux_layout(name, p.m, p.n, p.batch_shape, d_dtype, **aux_kw)
-            if name in AUX_TYPED and aux_type is not None:
+            if aux_type is not None and AUX_FORMATS.get(name) and AUX_FORMATS[name].typed:
                 dtype = aux_type
             user = _SWAP_NAME.get(name, name) if p.swap else name
             self.outputs.append((user, name, shape, strides, dtype))
@@ -134,11 +133,12 @@ class EpilogBinding:
         if aux_name:
             shape, strides, dtype = aux_layout(aux_name, p.m, p.n, p.batch_shape, d_dtype,
                                                **aux_kw)
-            bits = AUX_LD_BITS[aux_name]
+            fmt = AUX_FORMATS[aux_name]
+            bits = fmt.per_element
             self.static.append((_A.EPILOGUE_AUX_LD, shape[-2] * bits))
             if count > 1:
                 self.static.append((_A.EPILOGUE_AUX_BATCH_STRIDE, shape[-2] * shape[-1] * bits))
-            if aux_type is not None and aux_name in AUX_TYPED:
+            if aux_type is not None and fmt.typed:
                 self.static.append((_A.EPILOGUE_AUX_DATA_TYPE, int(DATA_TYPE[aux_type])))
             self.static.append((_A.EPILOGUE_AUX_POINTER, ctypes.c_void_p(_PLACEHOLDER)))
         if spec.bgrad_output and count > 1:

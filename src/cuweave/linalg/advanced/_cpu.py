@@ -36,13 +36,12 @@ from ..._bindings.library_types import ComputeType
 from ..._internal.dtypes import NUMPY_NATIVE, from_float32, to_float32
 from ..._internal.errors import InvalidOptionError
 from ._epilogs import (
+    AUX_FORMATS,
     GELU_COEFF,
     GELU_SCALE,
     aux_dtype,
     bias_dtype,
     epilog_spec,
-    gelu_aux_ld,
-    relu_aux_ld_bytes,
 )
 
 __all__ = [
@@ -196,7 +195,7 @@ def pack_relu_mask(mask: np.ndarray) -> np.ndarray:
     """
     mask = np.asarray(mask, dtype=bool)
     *batch, m, n = mask.shape
-    ld = relu_aux_ld_bytes(m)
+    ld = AUX_FORMATS["relu_aux"].rows(m)
     out = np.zeros((*batch, n, ld), dtype=np.uint8)
     packed = np.packbits(mask.swapaxes(-1, -2), axis=-1, bitorder="little")
     out[..., : packed.shape[-1]] = packed
@@ -232,7 +231,7 @@ def _bidx(arr, b):
     return b if arr.shape[0] > 1 else 0
 
 
-def _write_relu_aux(aux, x, blk, m):
+def write_relu_aux(aux, x, blk, m, dtype):
     aux_b = aux[_bidx(aux, blk.b)]
     if blk.t:
         packed = np.packbits(x > 0, axis=-1, bitorder="little")
@@ -242,7 +241,7 @@ def _write_relu_aux(aux, x, blk, m):
         aux_b[blk.lo // 8: blk.lo // 8 + packed.shape[0], :] = packed
 
 
-def _read_relu_aux(aux, x, blk, m, dtype):
+def read_relu_aux(aux, x, blk, m, dtype):
     aux_b = aux[_bidx(aux, blk.b)]
     if blk.t:
         return np.unpackbits(aux_b[:, blk.lo:blk.hi].T, axis=-1, count=m, bitorder="little")
@@ -251,19 +250,14 @@ def _read_relu_aux(aux, x, blk, m, dtype):
     return np.unpackbits(src, axis=0, count=rows, bitorder="little")
 
 
-def _write_gelu_aux(aux, x, blk, m, dtype):
+def write_gelu_aux(aux, x, blk, m, dtype):
     _store(blk.mn(aux[_bidx(aux, blk.b)][:m]), x, dtype)
 
 
-def _read_gelu_aux(aux, x, blk, m, dtype):
+def read_gelu_aux(aux, x, blk, m, dtype):
     return _load(blk.mn(aux[_bidx(aux, blk.b)][:m]), dtype, x.dtype)
 
 
-_AUX_WRITERS = {"relu_aux": lambda aux, x, blk, m, dtype: _write_relu_aux(aux, x, blk, m),
-                "gelu_aux": _write_gelu_aux}
-_AUX_READERS = {"relu_aux": _read_relu_aux, "gelu_aux": _read_gelu_aux}
-_AUX_ROWS = {"relu_aux": relu_aux_ld_bytes, "gelu_aux": gelu_aux_ld}
-_AUX_USED_ROWS = {"relu_aux": lambda m: -(-m // 8), "gelu_aux": lambda m: m}
 
 
 # --------------------------------------------------------------------------- activations
@@ -484,16 +478,18 @@ class _EpilogState:
             self.bias = _load(bias, name, dtype).reshape(-1, m)
         self.aux_in = None
         if spec.aux_input:
-            rows = _AUX_ROWS[spec.aux_input](m)
-            self.aux_in = np.reshape(aux_in, (-1, rows, n))
+            fmt = AUX_FORMATS[spec.aux_input]
+            self.aux_read = fmt.cpu("read")
+            self.aux_in = np.reshape(aux_in, (-1, fmt.rows(m), n))
             self.aux_in_dtype = dtypes.get("aux_in") or self._aux_dtype(spec.aux_input)
         self.aux_w = None
         self.writebacks = []
         if spec.aux_output:
-            rows = _AUX_ROWS[spec.aux_output](m)
-            self.aux_w = _batched(aux_out[spec.aux_output], (rows, n), self.writebacks)
+            fmt = AUX_FORMATS[spec.aux_output]
+            self.aux_write = fmt.cpu("write")
+            self.aux_w = _batched(aux_out[spec.aux_output], (fmt.rows(m), n), self.writebacks)
             self.aux_w_dtype = dtypes.get(spec.aux_output) or self._aux_dtype(spec.aux_output)
-            self.aux_w[:, _AUX_USED_ROWS[spec.aux_output](m):, :] = 0   # padding
+            self.aux_w[:, fmt.used_rows(m):, :] = 0   # padding
         self.bgrad = None
         if spec.bgrad_source == "d":
             self.bgrad = np.zeros((d.shape[0], m), dtype)
@@ -543,7 +539,7 @@ class _EpilogState:
                     _store(blk.mn(self.d[blk.b]), x, self.dtypes["d"])
 
     def _block(self, x, blk, scratch, bgrad):
-        spec, m = self.spec, self.m
+        m = self.m
         if self.result_rounding:
             np.copyto(x, x.astype(self.result_rounding))
         if self.alpha is not None:
@@ -557,10 +553,10 @@ class _EpilogState:
         if self.bias is not None:
             x += blk.vec_m(self.bias[_bidx(self.bias, blk.b)])
         if self.aux_w is not None:
-            _AUX_WRITERS[spec.aux_output](self.aux_w, x, blk, m, self.aux_w_dtype)
+            self.aux_write(self.aux_w, x, blk, m, self.aux_w_dtype)
         aux = None
         if self.aux_in is not None:
-            aux = _AUX_READERS[spec.aux_input](self.aux_in, x, blk, m, self.aux_in_dtype)
+            aux = self.aux_read(self.aux_in, x, blk, m, self.aux_in_dtype)
         self.kernel(x, aux, scratch)
         if bgrad is not None:
             if blk.t:

@@ -69,12 +69,10 @@ __all__ = [
     "aux_layout",
     "aux_dtype",
     "bias_dtype",
-    "relu_aux_ld_bytes",
-    "gelu_aux_ld",
+    "AuxFormat",
+    "AUX_FORMATS",
     "GELU_COEFF",
     "GELU_SCALE",
-    "AUX_LD_BITS",
-    "AUX_TYPED",
 ]
 
 #: cubic coefficient and outer scale (``sqrt(2/pi)``) of the tanh GELU approximation
@@ -235,11 +233,54 @@ EPILOGS: dict[MatmulEpilog, EpilogSpec] = {
 
 _BY_NAME = {e.name.lower(): e for e in MatmulEpilog}
 
-#: aux matrices (``aux_output``/``aux_input`` names): bits per stored element of the lt
-#: leading dimension (``EPILOGUE_AUX_LD`` is in elements, the ReLU mask packs 8 per byte)
-AUX_LD_BITS = {"relu_aux": 8, "gelu_aux": 1}
-#: aux matrices whose dtype ``MatmulPlanPreferences.epilog.aux_type`` may set
-AUX_TYPED = frozenset({"gelu_aux"})
+
+
+@dataclass(frozen=True)
+class AuxFormat:
+    """The format of one aux matrix (``aux_output``/``aux_input``), on both execution spaces.
+
+    Attributes
+    ----------
+    name : str
+    per_element : int
+        Values packed per stored element: ``EPILOGUE_AUX_LD`` counts values, the stored rows
+        are ``ld / per_element`` (the ReLU mask packs 8 bits per byte).
+    pad : int
+        The lt ``m`` is padded to a multiple of ``pad`` values.
+    typed : bool
+        ``MatmulPlanPreferences.epilog.aux_type`` may set its dtype.
+    cpu_write, cpu_read : str
+        The CPU kernels (in :mod:`cuweave.linalg.advanced._cpu`) storing / loading it.
+    """
+
+    name: str
+    per_element: int
+    pad: int
+    typed: bool
+    cpu_write: str
+    cpu_read: str
+
+    def rows(self, m: int) -> int:
+        """Stored rows (the leading dimension in stored elements) for ``m`` values."""
+        return _roundup(m, self.pad) // self.per_element
+
+    def used_rows(self, m: int) -> int:
+        """Rows holding values (the rest is padding)."""
+        return -(-m // self.per_element)
+
+    def cpu(self, kind: str) -> Callable:
+        """The CPU kernel ``"write"`` or ``"read"`` (imported lazily, as EpilogSpec.cpu)."""
+        module = importlib.import_module(f"{__package__}._cpu")
+        return getattr(module, self.cpu_write if kind == "write" else self.cpu_read)
+
+
+#: the aux matrix formats: name -> format
+AUX_FORMATS = {
+    "relu_aux": AuxFormat("relu_aux", per_element=8, pad=128, typed=False,
+                          cpu_write="write_relu_aux", cpu_read="read_relu_aux"),
+    "gelu_aux": AuxFormat("gelu_aux", per_element=1, pad=8, typed=True,
+                          cpu_write="write_gelu_aux", cpu_read="read_gelu_aux"),
+}
 
 
 def epilog_spec(value, name: str = "epilog") -> EpilogSpec:
@@ -336,16 +377,6 @@ def _roundup(x: int, base: int) -> int:
     return -(-x // base) * base
 
 
-def relu_aux_ld_bytes(m: int) -> int:
-    """Leading dimension (bytes) of the ReLU bitmask: ``m`` bits padded to 128."""
-    return _roundup(m, 128) // 8
-
-
-def gelu_aux_ld(m: int) -> int:
-    """Leading dimension (elements) of the GELU aux matrix: ``m`` padded to 8."""
-    return _roundup(m, 8)
-
-
 def bias_dtype(result_dtype: str, *, ab_dtype: str | None = None,
                c_dtype: str | None = None) -> str:
     """Default bias / bias-gradient type (``CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE`` unset).
@@ -401,8 +432,9 @@ def aux_layout(name: str, m: int, n: int, batch_shape=(), result_dtype: str = "f
     """
     batch_shape = tuple(int(x) for x in batch_shape)
     dtype = aux_dtype(name, result_dtype, ab_dtype=ab_dtype, c_dtype=c_dtype)
-    if name in ("relu_aux", "gelu_aux"):
-        rows = relu_aux_ld_bytes(m) if name == "relu_aux" else gelu_aux_ld(m)
+    fmt = AUX_FORMATS.get(name)
+    if fmt is not None:
+        rows = fmt.rows(m)
         tail_shape, tail_strides = (rows, n), (1, rows)
     else:
         length = n if name == "bgradb" else m
