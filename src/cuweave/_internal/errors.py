@@ -18,6 +18,7 @@ __all__ = [
     "LibraryError",
     "CublasLtError",
     "CufftError",
+    "NvrtcError",
     "CudaDriverError",
 ]
 
@@ -155,6 +156,16 @@ class CufftError(LibraryError):
         "CUFFT_NVJITLINK_FAILURE": "linking the callback LTO-IR failed; compile it for this "
         "GPU's compute capability",
     }
+
+
+class NvrtcError(LibraryError):
+    """An NVRTC call failed (a compilation that merely reports errors returns its log)."""
+
+    library = "NVRTC"
+    _names = {1: "NVRTC_ERROR_OUT_OF_MEMORY", 2: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+              3: "NVRTC_ERROR_INVALID_INPUT", 4: "NVRTC_ERROR_INVALID_PROGRAM",
+              5: "NVRTC_ERROR_INVALID_OPTION", 6: "NVRTC_ERROR_COMPILATION",
+              11: "NVRTC_ERROR_INTERNAL_ERROR"}
 
 
 class CudaDriverError(LibraryError):

@@ -217,30 +217,10 @@ def scale_callback(kind: str, dtype: str, scale: float, cc: tuple[int, int]) -> 
 
 
 def _nvrtc_ltoir(src: str, cc: tuple[int, int]) -> bytes:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as e:
-        raise LibraryNotFoundError("nvrtc", "cu13", str(e)) from e
+    from .._bindings.nvrtc import compile_ltoir
 
-    def ok(res, what):
-        err, *rest = res if isinstance(res, tuple) else (res,)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise LibraryNotFoundError("nvrtc", "cu13", f"{what} failed: {err}")
-        return rest[0] if len(rest) == 1 else rest
-
-    prog = ok(nvrtc.nvrtcCreateProgram(src.encode(), b"cuweave_fft_cb.cu", 0, [], []),
-              "nvrtcCreateProgram")
-    try:
-        opts = [f"-arch=compute_{cc[0]}{cc[1]}".encode(), b"-dlto", b"-rdc=true"]
-        err, = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            n = ok(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-            log = b" " * n
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise InvalidOptionError(f"callback source must compile, got: {log.decode()}")
-        n = ok(nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")
-        buf = b" " * n
-        ok(nvrtc.nvrtcGetLTOIR(prog, buf), "nvrtcGetLTOIR")
-        return bytes(buf)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    opts = [f"-arch=compute_{cc[0]}{cc[1]}".encode(), b"-dlto", b"-rdc=true"]
+    ok, log, code = compile_ltoir(src, "cuweave_fft_cb.cu", opts)
+    if not ok:
+        raise InvalidOptionError(f"callback source must compile, got: {log}")
+    return code
