@@ -9,7 +9,8 @@
 #   GLOB selects examples by path relative to .nvmath-examples/ (default: all), e.g.
 #   bash scripts/nvmath-examples.sh 'fft/*' 'linalg/advanced/matmul/example0[1-4]*'
 # Environment: OUT (results go to $OUT/nvmath-examples.txt; default ./nvmath-examples-out/),
-#   NVEX_TIMEOUT (seconds per example, default 120), PYTHON (default python3).
+#   NVEX_TIMEOUT (seconds per example, default 120), NVEX_JOBS (examples run at once, default
+#   1), PYTHON (default python3).
 set -u
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,34 +56,51 @@ export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 export MPLBACKEND=Agg
 
-npass=0; nfail=0; nskip=0
-FAILS=(); SKIPS=()
-for f in "${SEL[@]+"${SEL[@]}"}"; do
-    log="$WORK/.log.$(echo "$f" | tr '/' '_')"
+# One example: its verdict goes to $WORK/.res.<name> ("PASS|SKIP|FAIL<TAB>line" + detail lines).
+run_one() {
+    local f=$1 name log res start rc secs missing why
+    name=$(echo "$f" | tr '/' '_')
+    log="$WORK/.log.$name"; res="$WORK/.res.$name"
     start=$(date +%s)
     (cd "$WORK/$(dirname "$f")" && timeout "$TIMEOUT" "$PY" "$(basename "$f")") > "$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
     if [ "$rc" -eq 0 ]; then
-        npass=$((npass + 1))
-        echo "PASS  $f (${secs}s)" >> "$REPORT"
-        continue
+        printf 'PASS\t%s (%ss)\n' "$f" "$secs" > "$res"; return
     fi
     missing=$(grep -oE "ModuleNotFoundError: No module named '[^']+'" "$log" | tail -n 1 \
               | sed -E "s/.*named '([^']+)'/\1/")
     if [ -n "$missing" ] && [ "${missing%%.*}" != cuweave ]; then
-        nskip=$((nskip + 1))
-        SKIPS+=("$f (missing $missing)")
-        echo "SKIP  $f (missing $missing)" >> "$REPORT"
-        continue
+        printf 'SKIP\t%s (missing %s)\n' "$f" "$missing" > "$res"; return
     fi
-    nfail=$((nfail + 1))
     why="exit $rc"; [ "$rc" -eq 124 ] && why="timeout after ${TIMEOUT}s"
-    FAILS+=("$f ($why): $(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-200)")
     {
-        echo "FAIL  $f ($why, ${secs}s)"
+        printf 'FAIL\t%s (%s, %ss): %s\n' "$f" "$why" "$secs" \
+            "$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-200)"
         tail -n 5 "$log" | sed 's/^/      | /'
-    } >> "$REPORT"
+    } > "$res"
+}
+
+# NVEX_JOBS examples at a time (default 1: one GPU shared by small programs is fine for more).
+JOBS="${NVEX_JOBS:-1}"
+for f in "${SEL[@]+"${SEL[@]}"}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+    run_one "$f" &
+done
+wait
+
+npass=0; nfail=0; nskip=0
+FAILS=(); SKIPS=()
+for f in "${SEL[@]+"${SEL[@]}"}"; do
+    res="$WORK/.res.$(echo "$f" | tr '/' '_')"
+    head=$(head -n 1 "$res")
+    kind=${head%%$'\t'*}; line=${head#*$'\t'}
+    case "$kind" in
+        PASS) npass=$((npass + 1)); echo "PASS  $line" >> "$REPORT" ;;
+        SKIP) nskip=$((nskip + 1)); SKIPS+=("$line"); echo "SKIP  $line" >> "$REPORT" ;;
+        *) nfail=$((nfail + 1)); FAILS+=("$line")
+           { echo "FAIL  $line"; tail -n +2 "$res"; } >> "$REPORT" ;;
+    esac
 done
 
 {
