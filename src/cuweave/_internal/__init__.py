@@ -1,1 +1,2 @@
-"""Shared machinery: operands, streams, memory, lifecycle, options, errors, logging, cache."""
+"""Package-neutral machinery: array records, one adapter per array package, stream-ordered
+resources, streams, memory, staging, lifecycle, options, errors, logging, plan cache."""
