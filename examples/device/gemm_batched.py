@@ -17,7 +17,8 @@ M = N = K = 16
 BATCH = 10_000
 
 
-def main() -> float:
+def build():
+    """The GEMM object and the batched kernel using it."""
     MM = Matmul(size=(M, N, K), precision=np.float64, data_type="real",
                 arrangement=("row_major", "row_major", "row_major"), block_size=64)
     lda, ldb, ldc = MM.leading_dimension
@@ -40,6 +41,11 @@ def main() -> float:
         for idx in range(cuda.threadIdx.x, M * N, MM.block_size):
             c[g, idx // N, idx % N] = sc[(idx // N) * ldc + idx % N]
 
+    return MM, batched
+
+
+def main() -> float:
+    MM, batched = build()
     rng = np.random.default_rng(1)
     a = rng.standard_normal((BATCH, M, K))
     b = rng.standard_normal((BATCH, K, N))

@@ -18,7 +18,8 @@ from cuweave.device.matmul import Matmul
 M, N, K = 16, 64, 32
 
 
-def main() -> float:
+def build():
+    """The FFT and GEMM objects, the fused kernel and its shared-memory bytes."""
     fft = FFT("c2c", size=N, precision=np.float32, direction="forward",
               elements_per_thread=8, ffts_per_block=M)
     MM = Matmul(size=(M, N, K), precision=np.float32, data_type="complex",
@@ -52,6 +53,11 @@ def main() -> float:
         for i in range(ept):
             out[row, cuda.threadIdx.x + i * stride] = td[i]
 
+    return fft, MM, gemm_fft, smem_bytes
+
+
+def main() -> float:
+    fft, MM, gemm_fft, smem_bytes = build()
     rng = np.random.default_rng(3)
 
     def rand(shape):

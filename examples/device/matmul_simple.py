@@ -16,10 +16,10 @@ from cuweave.device.matmul import Matmul
 M, N, K = 32, 16, 64
 
 
-def main() -> float:
+def build():
+    """The GEMM object and the kernel using it."""
     MM = Matmul(size=(M, N, K), precision=np.float32, data_type="real",
                 arrangement=("row_major", "col_major", "col_major"), block_size=128)
-    print(MM, "shared memory", MM.get_shared_storage_size(), "B")
     lda, ldb, ldc = MM.leading_dimension
 
     @cuda.jit
@@ -41,6 +41,12 @@ def main() -> float:
         for idx in range(t, M * N, MM.block_size):
             out[idx % M, idx // M] = sc[idx % M + (idx // M) * ldc]
 
+    return MM, gemm
+
+
+def main() -> float:
+    MM, gemm = build()
+    print(MM, "shared memory", MM.get_shared_storage_size(), "B")
     rng = np.random.default_rng(0)
     a, b, c = (rng.uniform(-1, 1, s).astype(np.float32) for s in (MM.a_dim, MM.b_dim, MM.c_dim))
     out = cuda.device_array(MM.c_dim, np.float32)

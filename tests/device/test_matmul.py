@@ -341,3 +341,42 @@ def test_warm_cache_validates_before_compiling(mathdx):
                         dict(size=(16, -1, 16), precision=np.float32, data_type="real",
                              arrangement=(ROW, COL, COL), sm=90)])
     assert warm_cache([]) == []
+
+
+def _example(name):
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "device", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_cw_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _example_signature(name):
+    from numba.cuda import types
+
+    f16, f32, f64, c64 = types.float16, types.float32, types.float64, types.complex64
+    if name == "matmul_simple":
+        return (f32[:, ::1],) * 3 + (f64, f64, f32[:, ::1])
+    if name == "gemm_batched":
+        return (f64[:, :, ::1],) * 3
+    if name == "gemm_fused_bias_relu":
+        return (f16[:, ::1], f16[:, ::1], f32[::1], f32[:, ::1])
+    return (c64[:, ::1],) * 3 + (types.complex128, types.complex128, c64[:, ::1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["matmul_simple", "gemm_batched", "gemm_fused_bias_relu",
+                                  "gemm_fft"])
+def test_examples_link_for_sm90(mathdx, link_sm90, monkeypatch, name):
+    """Every example's kernel types, lowers and links for sm_90 (they run on the GPU)."""
+    from cuweave.device import fft as fft_module
+
+    monkeypatch.setattr(fft_module, "default_sm", lambda: 900)
+    if name == "gemm_fft":
+        pytest.importorskip("nvidia.mathdx", reason="nvidia-mathdx (cuFFTDx) is not installed")
+    built = _example(name).build()
+    kernel = next(k for k in built if hasattr(k, "py_func"))
+    cubin, symbols = link_sm90(kernel.py_func, _example_signature(name))
+    assert len(cubin) > 1000 and any(s.startswith("cublasdx_execute") for s in symbols)

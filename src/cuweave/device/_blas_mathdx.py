@@ -63,7 +63,8 @@ class TensorKind:  # cublasdxTensorType
 
 
 class FunctionKind:  # cublasdxDeviceFunctionType
-    EXECUTE, COPY, COPY_WAIT, CLEAR, AXPBY = range(5)
+    EXECUTE, COPY, COPY_WAIT, CLEAR, AXPBY, MAP_IDX2CRD, MAP_IDX2CRD_PARTITIONER = range(7)
+    MAP_CRD2IDX, IS_THREAD_ACTIVE, IS_PREDICATED, IS_INDEX_IN_BOUNDS, CREATE = range(7, 12)
 
 
 API_SMEM, API_TENSORS = 0, 2
@@ -304,7 +305,9 @@ def tensor_traits(spec: MatmulSpec, block_dim, kinds: dict) -> dict:
 def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, list[str]]:
     """LTO-IR and symbols of tensor device functions in one code generation.
 
-    ``calls`` is a list of ``(FunctionKind, [(TensorKind, alignment|None), ...])``.
+    ``calls`` is a list of ``(FunctionKind, [(TensorKind, alignment|None, value_type|None),
+    ...])``; a value type (commondxValueType) makes the tensor ``like`` the kind's tensor over
+    other elements (``cublasdxMakeTensorLike``).
     """
     with _lock:
         try:
@@ -313,12 +316,24 @@ def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, 
                 try:
                     per_call = []
                     for _, kinds in calls:
-                        ts = [_tensor(d, k, a) for k, a in kinds]
+                        ts = [_tensor(d, k, a) for k, a, _ in kinds]
                         tensors += ts
                         per_call.append(ts)
                     if tensors:
                         arr = (_ll * len(tensors))(*[t.value for t in tensors])
                         _call("cublasdxFinalizeTensors", _size_t(len(tensors)), arr)
+                    likes = []
+                    for (_, kinds), ts in zip(calls, per_call):
+                        for i, (_, _, vt) in enumerate(kinds):
+                            if vt is not None:
+                                like = _ll()
+                                _call("cublasdxMakeTensorLike", ts[i], vt, ctypes.byref(like))
+                                likes.append(like)
+                                ts[i] = like
+                    tensors += likes
+                    if likes:
+                        arr = (_ll * len(likes))(*[t.value for t in likes])
+                        _call("cublasdxFinalizeTensors", _size_t(len(likes)), arr)
                     for (fkind, _), ts in zip(calls, per_call):
                         f = _ll()
                         arr = (_ll * max(len(ts), 1))(*[t.value for t in ts])

@@ -29,7 +29,7 @@ from ._options import normalize_sm
 
 __all__ = ["Precision", "Arrangement", "TransposeMode", "LeadingDimension", "Alignment",
            "MAX_ALIGNMENT", "MatmulSpec", "ArrangementKind", "TransposeKind", "COMMONDX_PRECISION",
-           "VALUE_TYPE_CODES", "SUPPORTED_PRECISIONS"]
+           "VALUE_TYPE_CODES", "SUPPORTED_PRECISIONS", "value_type_code"]
 
 
 class Precision(NamedTuple):
@@ -96,6 +96,15 @@ SUPPORTED_PRECISIONS = tuple(COMMONDX_PRECISION)
 # commondxValueType values -> (dtype name, complex?)
 VALUE_TYPE_CODES = {7: ("float16", False), 8: ("float16", True), 12: ("float32", False),
                     13: ("float32", True), 14: ("float64", False), 15: ("float64", True)}
+
+
+_VALUE_TYPE_BY_NAME = {"float16": 7, "float32": 12, "float64": 14, "complex64": 13,
+                       "complex128": 15}
+
+
+def value_type_code(dtype) -> int:
+    """commondxValueType of a NumPy dtype (float16/32/64, complex64/128)."""
+    return _VALUE_TYPE_BY_NAME[np.dtype(dtype).name]
 
 
 def _precision_name(value, name: str) -> str:

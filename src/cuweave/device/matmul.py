@@ -62,6 +62,9 @@ _LAYOUTS = {
     **{f"suggest_layout_smem_{x}": (f"SUGGESTED_SMEM_{x.upper()}", x, "smem") for x in "abc"},
     "suggest_layout_rmem_c": ("SUGGESTED_RMEM_C", "c", "rmem"),
     "get_layout_rmem_c": ("RMEM_C", "c", "rmem"),
+    # register accumulators (MM.suggest_accumulator() / MM.get_accumulator() in kernels)
+    "_suggest_accumulator_c": ("SUGGESTED_ACCUMULATOR_C", "c", "acc"),
+    "_get_accumulator_c": ("ACCUMULATOR_C", "c", "acc"),
 }
 
 
@@ -130,7 +133,7 @@ def _versions():
     from .._version import __version__
     from . import _blas_mathdx
 
-    return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 1}
+    return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 2}
 
 
 def _resolve(spec: MatmulSpec) -> dict:
@@ -158,9 +161,9 @@ class Layout(KernelObject):
     a buffer needs (``size``, ``cosize``, ``alignment``) and, inside kernels, the argument of
     :func:`cuweave.device.make_tensor`."""
 
-    __slots__ = ("_mm", "_method", "_ld", "_info")
+    __slots__ = ("_mm", "_method", "_ld", "_info", "_dtype")
 
-    def __init__(self, mm: Matmul, method: str, leading_dimension=None):
+    def __init__(self, mm: Matmul, method: str, leading_dimension=None, dtype=None):
         kind, operand, space = _LAYOUTS[method]
         if leading_dimension is not None and space != "gmem":
             raise InvalidOptionError(f"leading_dimension applies to global-memory layouts only, "
@@ -173,7 +176,22 @@ class Layout(KernelObject):
         self._mm, self._method = mm, method
         self._ld = None if leading_dimension is None else int(leading_dimension)
         self._info = None if space == "gmem" else mm._layout_traits()[method]
+        self._dtype = None
+        if dtype is not None:
+            dt = np.dtype(dtype)
+            if dt.name not in ("float16", "float32", "float64", "complex64", "complex128"):
+                raise InvalidOptionError(f"dtype must be a float16/32/64 or complex64/128 type, "
+                                         f"got {dtype!r}")
+            if dt.type is not self._operand_type():
+                self._dtype = dt.type
         register_kernel_type(Layout)
+
+    def _operand_type(self):
+        return getattr(self._mm, f"{self.operand}_value_type")
+
+    def like(self, dtype) -> Layout:
+        """The same layout (partition) over elements of ``dtype``."""
+        return Layout(self._mm, self._method, self._ld, dtype)
 
     # ----- description ------------------------------------------------------------------------
     @property
@@ -194,7 +212,13 @@ class Layout(KernelObject):
 
     @property
     def dtype(self):
-        return getattr(self._mm, f"{self.operand}_value_type")
+        """NumPy type of the elements (the operand's, unless made ``like`` another type)."""
+        return self._operand_type() if self._dtype is None else self._dtype
+
+    @property
+    def value_type_override(self) -> str | None:
+        """The element type's name when it differs from the operand's, else None."""
+        return None if self._dtype is None else np.dtype(self._dtype).name
 
     @property
     def leading_dimension(self) -> int | None:
@@ -220,7 +244,7 @@ class Layout(KernelObject):
             order = self._mm._orders()["abc".index(self.operand)]
             ld = self._ld or (c if order == "row_major" else r)
             return ld * (r if order == "row_major" else c)
-        return int(self._info["storage_bytes"]) // np.dtype(self.dtype).itemsize
+        return int(self._info["storage_bytes"]) // np.dtype(self._operand_type()).itemsize
 
     @property
     def alignment(self) -> int:
@@ -236,7 +260,7 @@ class Layout(KernelObject):
 
     # ----- inside kernels ---------------------------------------------------------------------
     def _kernel_key(self) -> tuple:
-        return (self._mm._kernel_key(), self._method, self._ld)
+        return (self._mm._kernel_key(), self._method, self._ld, self.value_type_override)
 
     def _kernel_attribute(self, name: str):
         if name in ("size", "cosize", "alignment"):
@@ -244,7 +268,8 @@ class Layout(KernelObject):
         raise AttributeError(name)
 
     def __repr__(self):
-        return f"Layout({self._method}, size={self.size}, cosize={self.cosize})"
+        like = f", dtype={self.value_type_override}" if self._dtype is not None else ""
+        return f"Layout({self._method}, size={self.size}, cosize={self.cosize}{like})"
 
 
 _KERNEL_ATTRIBUTES = frozenset({
@@ -521,7 +546,20 @@ class Matmul(KernelObject):
             return _blas_numba.execute_function(self)
         if name in _LAYOUTS:
             return _blas_numba.layout_function(self, name)
+        if name in ("suggest_accumulator", "get_accumulator"):
+            return _blas_numba.accumulator_function(self, name == "suggest_accumulator")
         raise AttributeError(name)
+
+    def suggest_accumulator(self):
+        """Inside kernels: a register accumulator in cuBLASDx's suggested partition (cleared);
+        ``MM.execute(smem_a, smem_b, acc)`` adds ``A B`` to it."""
+        raise RuntimeError("suggest_accumulator is a device function: call it inside a "
+                           "@cuda.jit kernel")
+
+    def get_accumulator(self):
+        """Inside kernels: a register accumulator in the default partition (cleared)."""
+        raise RuntimeError("get_accumulator is a device function: call it inside a @cuda.jit "
+                           "kernel")
 
     def execute(self, *args):
         """Only callable inside a numba kernel (see the class notes)."""
@@ -609,8 +647,8 @@ def warm_cache(configs, max_workers=None) -> list[Matmul]:
     return [Matmul(**kw) for kw in configs]
 
 
-_TENSOR_FUNCTIONS = ("make_tensor", "copy", "copy_fragment", "clear", "axpby", "copy_wait",
-                     "OpaqueTensorType")
+_TENSOR_FUNCTIONS = ("make_tensor", "make_fragment_like", "copy", "copy_fragment", "clear",
+                     "axpby", "copy_wait", "OpaqueTensorType", "AccumulatorType")
 
 
 def __getattr__(name):
