@@ -24,7 +24,9 @@ import os
 import re
 import time
 
-from .._internal.errors import InvalidOptionError, LibraryError, LibraryNotFoundError
+from .._bindings.nvrtc import compile_ltoir
+from .._bindings.nvrtc import module as _nvrtc
+from .._internal.errors import InvalidOptionError, LibraryNotFoundError, NvrtcError
 from .._internal.logging import get_logger
 from ._options import Execution, FFTSpec, FFTType, RealMode
 
@@ -51,16 +53,6 @@ TRAIT_NAMES = (
     "output_ept", "input_length", "output_length", "implicit_type_batching",
     "suggested_ffts_per_block",
 )
-
-
-class NvrtcError(LibraryError):
-    """NVRTC failed to compile generated cuFFTDx code."""
-
-    library = "NVRTC"
-    _names = {1: "NVRTC_ERROR_OUT_OF_MEMORY", 2: "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
-              3: "NVRTC_ERROR_INVALID_INPUT", 4: "NVRTC_ERROR_INVALID_PROGRAM",
-              5: "NVRTC_ERROR_INVALID_OPTION", 6: "NVRTC_ERROR_COMPILATION",
-              11: "NVRTC_ERROR_INTERNAL_ERROR"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,18 +130,6 @@ def database_sizes(precision: str) -> tuple[int, ...]:
     pattern = re.compile(rf"fft_(\d+)_{tag}_fwd\.hpp\.inc$")
     sizes = {int(m.group(1)) for m in map(pattern.match, os.listdir(folder)) if m}
     return tuple(sorted(sizes))
-
-
-def _nvrtc():
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as e:
-        raise LibraryNotFoundError("cuda-bindings (NVRTC)", "cu13", str(e)) from e
-    try:
-        nvrtc.nvrtcVersion()
-    except Exception as e:  # libnvrtc.so not loadable
-        raise LibraryNotFoundError("nvidia-cuda-nvrtc", "cu13", str(e)) from e
-    return nvrtc
 
 
 @functools.lru_cache(maxsize=1)
@@ -317,13 +297,6 @@ def _options(spec: FFTSpec) -> list[bytes]:
     return [o.encode() for o in opts]
 
 
-def _check(nvrtc, result, function: str):
-    status = result[0]
-    if int(status) != 0:
-        raise NvrtcError(int(status), function)
-    return result[1:]
-
-
 # cuFFTDx's database header includes the implementation records of every architecture; a
 # compilation needs only its own. Empty in-memory headers stand in for the others (about a third
 # of the parse time). Should a configuration fail that way, it is compiled again with the
@@ -356,26 +329,7 @@ def _pch_options(nvrtc) -> list[bytes]:
 
 def _run_nvrtc(source: str, name: str, options: list[bytes], headers=((), ())
                ) -> tuple[bool, str, bytes | None]:
-    nvrtc = _nvrtc()
-    contents, names = list(headers[0]), list(headers[1])
-    (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), name.encode(),
-                                                     len(contents), contents, names),
-                     "nvrtcCreateProgram")
-    try:
-        options = options + _pch_options(nvrtc)
-        (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
-        (size,) = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-        log_text = log.decode(errors="replace").rstrip("\x00 ")
-        if int(status) != 0:
-            return False, log_text, None
-        (size,) = _check(nvrtc, nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")
-        ir = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetLTOIR(prog, ir), "nvrtcGetLTOIR")
-        return True, log_text, ir
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    return compile_ltoir(source, name, options + _pch_options(_nvrtc()), headers)
 
 
 def _first_errors(log: str, limit: int = 3) -> str:
