@@ -199,17 +199,7 @@ class TorchAdapter(Adapter):
         return sys.modules["torch"]
 
     def wrap(self, x, name: str) -> Operand:
-        if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
-            x = x.resolve_neg()
-        dtype = dtype_name(x.dtype)
-        if x.is_cuda:
-            return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype,
-                               "cuda", x.get_device(), x.is_conj())
-        if x.device.type != "cpu":
-            raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got "
-                                      f"{x.device}")
-        return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cpu",
-                           None, x.is_conj())
+        return _wrap_torch(x, name)
 
     def host_array(self, op: Operand) -> np.ndarray:
         x = op.obj
@@ -222,10 +212,7 @@ class TorchAdapter(Adapter):
         return x.detach().view(raw).numpy().view(numpy_dtype(op.dtype))
 
     def probe(self, x):
-        dev = x.get_device()  # -1 on the CPU
-        if dev < 0 or x.is_conj() or x.is_neg():
-            return None
-        return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
+        return _probe_torch(x)
 
     def stream_getter(self, device_id: int):
         torch = self._torch()
@@ -450,14 +437,20 @@ def adapter_of(x) -> Adapter:
 def wrap_operand(x, name: str = "operand") -> Operand:
     """Describe ``x`` as an :class:`Operand`; ``name`` is used in error messages.
 
+    NumPy arrays and torch tensors, the most frequent, go to their adapters' wrapping without
+    the lookup (this is on every call's path).
+
     Examples
     --------
     >>> import numpy as np
     >>> wrap_operand(np.zeros((2, 3), dtype=np.float32).T, "a")
     Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
     """
-    if type(x) is np.ndarray:
+    cls = type(x)
+    if cls is np.ndarray:
         return _wrap_numpy(x, name)
+    if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
+        return _wrap_torch(x, name)
     return adapter_of(x).wrap(x, name)
 
 
@@ -465,7 +458,7 @@ def probe(x):
     """``(metadata, pointer)`` of a torch/CuPy device array (see :meth:`Adapter.probe`)."""
     mod = type(x).__module__
     if mod == "torch" or mod.startswith("torch."):
-        return TORCH.probe(x) if hasattr(x, "data_ptr") else None
+        return _probe_torch(x)
     if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None:
         return CUPY.probe(x)
     return None
@@ -548,6 +541,29 @@ def _wrap_numpy(x, name):
         bytes_to_elems(strides, itemsize, name)  # raises
     return new_operand(x, "numpy", numpy_pointer(x), x.shape,
                        tuple(s // itemsize for s in strides), dtype_name(x.dtype), "cpu", None)
+
+
+def _wrap_torch(x, name):
+    if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
+        x = x.resolve_neg()
+    dtype = dtype_name(x.dtype)
+    if x.is_cuda:
+        return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cuda",
+                           x.get_device(), x.is_conj())
+    if x.device.type != "cpu":
+        raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got {x.device}")
+    return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cpu", None,
+                       x.is_conj())
+
+
+def _probe_torch(x):
+    try:
+        dev = x.get_device()  # -1 on the CPU
+        if dev < 0 or x.is_conj() or x.is_neg():
+            return None
+        return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
+    except AttributeError:  # another object of the torch module: wrapping reports it
+        return None
 
 
 def _pointer_device(ptr: int) -> int:
