@@ -10,6 +10,13 @@ CPU tensors run on cuweave's CPU backend with the same results.
 
 Imported only when used: ``import cuweave`` does not import torch.
 
+Notes
+-----
+CUDA products are planned once per shape, dtype and layout (large ones autotuned) and kept in
+a cache of 64 plans; a plan keeps a reference to the operands of its last call until its next
+call (:func:`clear_plans` frees everything). Shapes with a dimension of 0 or 1 run torch's
+unfused layer. GELU is the tanh approximation (what cuBLASLt fuses).
+
 Examples
 --------
 >>> import torch
