@@ -333,8 +333,11 @@ class CupyAdapter(Adapter):
     def stream_getter(self, device_id: int):
         cupy = self._cupy()
         get, dev = cupy.cuda.get_current_stream, cupy.cuda.Device(device_id)
+        current_device = cupy.cuda.runtime.getDevice
 
-        def current():
+        def current():  # CuPy's current stream is per device: ``device_id``'s, made current
+            if current_device() == device_id:  # only when it is not (~1 µs)
+                return get().ptr
             with dev:
                 return get().ptr
 
@@ -383,6 +386,7 @@ class CupyAdapter(Adapter):
             return generic
         cupy = self._cupy()
         dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty
+        current_device = cupy.cuda.runtime.getDevice
         shape, perm = _shape_perm(shape, perm)
         alloc_shape = tuple(shape[p] for p in perm)
         inv = inverse_perm(perm)
@@ -391,8 +395,11 @@ class CupyAdapter(Adapter):
         def alloc(stream, foreign=False):
             if foreign:
                 return generic(stream)
-            with dev:
+            if current_device() == device_id:  # CuPy allocates on the current device
                 x = new(alloc_shape, np_dtype)
+            else:
+                with dev:
+                    x = new(alloc_shape, np_dtype)
             return (x if same else x.transpose(inv)), x.data.ptr
 
         return alloc
