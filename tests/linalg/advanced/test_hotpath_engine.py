@@ -28,11 +28,28 @@ from cuweave.linalg.advanced._function import plan_cache
 from tests.fakes.cublaslt import FakeGPU
 
 
+# ---- helpers ------------------------------------------------------------------------------------
+
+
 def _ptr_sets(gpu, attr):
     return [v for _, a, v in gpu.set_calls if a == int(attr)]
 
 
-# ---------------------------------------------------------------- tests
+_P = lt.PreferenceAttribute
+
+_ALIGN = (_P.MIN_ALIGNMENT_A_BYTES, _P.MIN_ALIGNMENT_B_BYTES, _P.MIN_ALIGNMENT_C_BYTES,
+          _P.MIN_ALIGNMENT_D_BYTES)
+
+
+def _alignment_prefs(gpu):
+    """The MIN_ALIGNMENT_{A,B,C,D}_BYTES of the last heuristics query."""
+    got = {attr: value for attr, value in gpu.pref_calls if attr in set(map(int, _ALIGN))}
+    return tuple(got[int(attr)] for attr in _ALIGN)
+
+
+# ---- the pointers and scalars each run passes to cuBLASLt ---------------------------------------
+
+
 def test_planned_execute_passes_current_pointers(gpu):
     a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
     mm = Matmul(a, b)
@@ -95,6 +112,26 @@ def test_aux_output_pointer_follows_each_result(gpu):
     mm.free()
 
 
+def test_inplace_lean_run_writes_into_c(gpu):
+    from cuweave.linalg.advanced import MatmulOptions
+
+    a, b, c = gpu.tensor(32, 16), gpu.tensor(16, 24), gpu.tensor(32, 24)
+    with Matmul(a, b, c, beta=0.0, options=MatmulOptions(inplace=True)) as mm:
+        mm.plan()
+        assert mm._fast is not None
+        allocations = next(gpu.torch.allocations)
+        assert mm.execute() is c
+        c2 = gpu.tensor(32, 24)
+        mm.reset_operands(c=c2)
+        assert mm.execute() is c2
+        assert next(gpu.torch.allocations) == allocations + 2  # only the test's c2
+        call = gpu.matmul_calls[-1]
+        assert (call[8], call[10]) == (c2.data_ptr(), c2.data_ptr())
+
+
+# ---- the function form's plan cache -------------------------------------------------------------
+
+
 def test_function_form_hits_the_plan_cache(gpu):
     a, b = gpu.tensor(32, 32), gpu.tensor(32, 32)
     matmul(a, b)
@@ -153,6 +190,29 @@ def test_options_object_mutation_is_a_new_plan(gpu):
     opts.sm_count_target = 3
     matmul(a, b, options=opts)
     assert (plan_cache.misses, plan_cache.hits) == (2, 0)
+
+
+def test_function_form_resets_the_stream_each_call(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    matmul(a, b, stream=0x5000)
+    matmul(a, b)  # the cached plan must not keep running on 0x5000
+    assert (plan_cache.misses, plan_cache.hits) == (1, 1)
+    assert [c[15] for c in gpu.matmul_calls] == [0x5000, 0]
+    # ordered on an event recorded when the first call ended (0x5000 may be gone by now)
+    assert gpu.waits == [(0x5000, 0), (0, 0x5000)]
+
+
+def test_function_form_plans_again_for_a_less_aligned_operand(gpu):
+    b = gpu.tensor(32, 32, dtype="float16")
+    matmul(gpu.tensor(32, 32, dtype="float16"), b)
+    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 0)
+    assert _alignment_prefs(gpu) == (256, 4, 256, 256)
+    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 1)
+
+
+# ---- host operands are staged through the pinned ring -------------------------------------------
 
 
 @pytest.mark.parametrize("threads", [False, True])
@@ -226,41 +286,7 @@ def test_host_operands_are_uploaded_and_results_downloaded(gpu, monkeypatch, epi
     mm.free()
 
 
-# ---------------------------------------------------------------- review fixes
-_P = lt.PreferenceAttribute
-_ALIGN = (_P.MIN_ALIGNMENT_A_BYTES, _P.MIN_ALIGNMENT_B_BYTES, _P.MIN_ALIGNMENT_C_BYTES,
-          _P.MIN_ALIGNMENT_D_BYTES)
-
-
-def _alignment_prefs(gpu):
-    """The MIN_ALIGNMENT_{A,B,C,D}_BYTES of the last heuristics query."""
-    got = {attr: value for attr, value in gpu.pref_calls if attr in set(map(int, _ALIGN))}
-    return tuple(got[int(attr)] for attr in _ALIGN)
-
-
-def test_function_form_resets_the_stream_each_call(gpu):
-    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
-    matmul(a, b, stream=0x5000)
-    matmul(a, b)  # the cached plan must not keep running on 0x5000
-    assert (plan_cache.misses, plan_cache.hits) == (1, 1)
-    assert [c[15] for c in gpu.matmul_calls] == [0x5000, 0]
-    # ordered on an event recorded when the first call ended (0x5000 may be gone by now)
-    assert gpu.waits == [(0x5000, 0), (0, 0x5000)]
-
-
-def test_release_operands_drops_stream_and_epilog_inputs(gpu):
-    a, b, bias = gpu.tensor(16, 8), gpu.tensor(8, 24), gpu.tensor(16)
-    mm = Matmul(a, b, stream=0x7000)
-    mm.plan(epilog="BIAS", epilog_inputs={"bias": bias})
-    mm.execute()
-    mm.release_operands()
-    assert mm._stream is None and mm._binding.inputs == {}
-    with pytest.raises(InvalidStateError, match="epilog_inputs"):
-        mm.reset_operands(a, b)
-    mm.reset_operands(a, b, epilog_inputs={"bias": gpu.tensor(16)})
-    mm.execute()
-    assert [c[15] for c in gpu.matmul_calls] == [0x7000, 0]
-    mm.free()
+# ---- pointer alignment, algorithms and the epilog table -----------------------------------------
 
 
 def test_heuristics_get_the_operands_alignment(gpu):
@@ -286,88 +312,6 @@ def test_inplace_result_alignment_is_the_c_pointer(gpu):
     mm = Matmul(a, b, c, beta=1.0, options=MatmulOptions(inplace=True))
     mm.plan()
     assert _alignment_prefs(gpu) == (256, 256, 8, 8)
-    mm.free()
-
-
-def test_inplace_lean_run_writes_into_c(gpu):
-    from cuweave.linalg.advanced import MatmulOptions
-
-    a, b, c = gpu.tensor(32, 16), gpu.tensor(16, 24), gpu.tensor(32, 24)
-    with Matmul(a, b, c, beta=0.0, options=MatmulOptions(inplace=True)) as mm:
-        mm.plan()
-        assert mm._fast is not None
-        allocations = next(gpu.torch.allocations)
-        assert mm.execute() is c
-        c2 = gpu.tensor(32, 24)
-        mm.reset_operands(c=c2)
-        assert mm.execute() is c2
-        assert next(gpu.torch.allocations) == allocations + 2  # only the test's c2
-        call = gpu.matmul_calls[-1]
-        assert (call[8], call[10]) == (c2.data_ptr(), c2.data_ptr())
-
-
-def test_function_form_plans_again_for_a_less_aligned_operand(gpu):
-    b = gpu.tensor(32, 32, dtype="float16")
-    matmul(gpu.tensor(32, 32, dtype="float16"), b)
-    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
-    assert (plan_cache.misses, plan_cache.hits) == (2, 0)
-    assert _alignment_prefs(gpu) == (256, 4, 256, 256)
-    matmul(gpu.tensor(32, 32, dtype="float16", offset=4), b)
-    assert (plan_cache.misses, plan_cache.hits) == (2, 1)
-
-
-def test_stream_change_orders_the_new_stream_after_the_old(gpu):
-    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
-    mm = Matmul(a, b)
-    mm.plan()
-    mm.execute()  # the current stream (0): where the workspace was allocated, no wait
-    mm.execute(stream=0x5000)
-    mm.execute(stream=0x5000)  # same stream: nothing to order
-    mm.execute(stream=0x6000)
-    assert gpu.waits == [(0x5000, 0), (0x6000, 0x5000)]
-    assert gpu.syncs == []
-    mm.execute(stream=0x6000, release_workspace=True)
-    assert gpu.syncs == [0x6000]  # the workspace is dropped only after its last use
-    mm.free()
-
-
-def test_engine_free_waits_for_the_last_stream(gpu):
-    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
-    mm.plan()
-    mm.execute(stream=0x5000)
-    mm.free()  # the stream may be destroyed by now: the whole device is waited for
-    assert gpu.syncs == ["device"]
-    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
-    mm.plan()
-    mm.execute(stream=0x5000)
-    mm.release_operands()  # an event now stands for the stream's work
-    gpu.syncs.clear()
-    mm.free()
-    assert gpu.syncs == []  # waited on that event (the fake event runs the queue)
-    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
-    mm.plan()
-    mm.execute()
-    mm.free()
-    # allocated and last used on stream 0 from a stream-ordered pool: the free itself is
-    # ordered, nothing to wait for (the one rule matmul and FFT share, _internal/resources.py)
-    assert gpu.syncs == []
-
-
-def test_plan_device_is_made_current_with_several_devices(gpu):
-    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
-    mm = Matmul(a, b)
-    mm.plan()
-    gpu.set_devices.clear()
-    mm.execute()
-    assert gpu.set_devices == []  # one device: nothing to do per call
-    mm.free()
-    gpu.devices = 2
-    mm = Matmul(a, b)
-    mm.plan()
-    gpu.set_devices.clear()
-    mm.execute()
-    mm.execute()
-    assert gpu.set_devices == [0, 0]
     mm.free()
 
 
@@ -427,7 +371,147 @@ def test_autotune_cache_key_and_stale_entry_fallback(gpu, monkeypatch, tmp_path,
     mm.free()
 
 
-# ---------------------------------------------------------------- profiling (not a test)
+# ---- streams, devices and lifetimes -------------------------------------------------------------
+
+
+def test_release_operands_drops_stream_and_epilog_inputs(gpu):
+    a, b, bias = gpu.tensor(16, 8), gpu.tensor(8, 24), gpu.tensor(16)
+    mm = Matmul(a, b, stream=0x7000)
+    mm.plan(epilog="BIAS", epilog_inputs={"bias": bias})
+    mm.execute()
+    mm.release_operands()
+    assert mm._stream is None and mm._binding.inputs == {}
+    with pytest.raises(InvalidStateError, match="epilog_inputs"):
+        mm.reset_operands(a, b)
+    mm.reset_operands(a, b, epilog_inputs={"bias": gpu.tensor(16)})
+    mm.execute()
+    assert [c[15] for c in gpu.matmul_calls] == [0x7000, 0]
+    mm.free()
+
+
+def test_stream_change_orders_the_new_stream_after_the_old(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    mm.execute()  # the current stream (0): where the workspace was allocated, no wait
+    mm.execute(stream=0x5000)
+    mm.execute(stream=0x5000)  # same stream: nothing to order
+    mm.execute(stream=0x6000)
+    assert gpu.waits == [(0x5000, 0), (0x6000, 0x5000)]
+    assert gpu.syncs == []
+    mm.execute(stream=0x6000, release_workspace=True)
+    assert gpu.syncs == [0x6000]  # the workspace is dropped only after its last use
+    mm.free()
+
+
+def test_engine_free_waits_for_the_last_stream(gpu):
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute(stream=0x5000)
+    mm.free()  # the stream may be destroyed by now: the whole device is waited for
+    assert gpu.syncs == ["device"]
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute(stream=0x5000)
+    mm.release_operands()  # an event now stands for the stream's work
+    gpu.syncs.clear()
+    mm.free()
+    assert gpu.syncs == []  # waited on that event (the fake event runs the queue)
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.execute()
+    mm.free()
+    # allocated and last used on stream 0 from a stream-ordered pool: the free itself is
+    # ordered, nothing to wait for (the one rule matmul and FFT share, _internal/resources.py)
+    assert gpu.syncs == []
+
+
+def test_plan_device_is_made_current_with_several_devices(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    gpu.set_devices.clear()
+    mm.execute()
+    assert gpu.set_devices == []  # one device: nothing to do per call
+    mm.free()
+    gpu.devices = 2
+    mm = Matmul(a, b)
+    mm.plan()
+    gpu.set_devices.clear()
+    mm.execute()
+    mm.execute()
+    assert gpu.set_devices == [0, 0]
+    mm.free()
+
+
+def test_dropping_a_planned_matmul_frees_it_without_gc(gpu, monkeypatch):
+    import gc
+    import weakref
+
+    freed = []
+    monkeypatch.setattr(_cuda.CudaEngine, "free", lambda self: freed.append(self))
+    a, b, bias = gpu.tensor(64, 32), gpu.tensor(32, 48), gpu.tensor(64)
+    gc.disable()
+    try:
+        for kw in ({}, {"epilog": "RELU_BIAS", "epilog_inputs": {"bias": bias}}):
+            mm = Matmul(a, b)
+            mm.plan(**kw)
+            mm.execute()
+            ref = weakref.ref(mm)
+            del mm
+            assert ref() is None  # no reference cycle keeps a plan (and its workspace) alive
+        assert len(freed) == 2
+    finally:
+        gc.enable()
+
+
+# ---- when execute() takes the lean run unchecked ------------------------------------------------
+
+
+def test_lean_run_applies_only_while_it_is_valid(gpu):
+    a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
+    mm = Matmul(a, b)
+    assert mm._fast is None  # not planned: execute() raises through the general path
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+    mm.plan()
+    assert mm._fast is not None
+    mm.release_operands()
+    assert mm._fast is None
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+    a2 = gpu.tensor(64, 32)
+    mm.reset_operands(a2, b)
+    assert mm._fast is not None
+    mm.execute()
+    assert gpu.matmul_calls[-1][5] == a2.data_ptr()  # lt B is the user's a (row-major swap)
+    mm.reset_operands(stream=0x7000)  # a fixed stream: runs go through the general path
+    assert mm._fast is None
+    mm.execute()
+    assert gpu.matmul_calls[-1][-1] == 0x7000
+    mm.free()
+    assert mm._fast is None
+    with pytest.raises(InvalidStateError):
+        mm.execute()
+
+
+def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
+    a, b = gpu.tensor(64, 32), gpu.tensor(32, 48)
+    with Matmul(a, b) as mm:
+        mm.plan(epilog="RELU_AUX")
+        assert mm._fast_run is None
+        _, aux = mm.execute()
+        assert "relu_aux" in aux
+    with Matmul(a, b, stream=0x7000) as mm:
+        mm.plan()
+        assert mm._fast_run is not None and mm._fast is None
+        mm.execute()
+        assert gpu.matmul_calls[-1][-1] == 0x7000
+
+
+# ---- profiling (not a test) ---------------------------------------------------------------------
+
+
 def _profile(calls: int = 20000) -> None:  # pragma: no cover - manual tool
     import cProfile
     import pstats
@@ -474,69 +558,6 @@ def _profile(calls: int = 20000) -> None:  # pragma: no cover - manual tool
             m.free()
         plan_cache.clear()
         mp.undo()
-
-
-
-def test_lean_run_applies_only_while_it_is_valid(gpu):
-    a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
-    mm = Matmul(a, b)
-    assert mm._fast is None  # not planned: execute() raises through the general path
-    with pytest.raises(InvalidStateError):
-        mm.execute()
-    mm.plan()
-    assert mm._fast is not None
-    mm.release_operands()
-    assert mm._fast is None
-    with pytest.raises(InvalidStateError):
-        mm.execute()
-    a2 = gpu.tensor(64, 32)
-    mm.reset_operands(a2, b)
-    assert mm._fast is not None
-    mm.execute()
-    assert gpu.matmul_calls[-1][5] == a2.data_ptr()  # lt B is the user's a (row-major swap)
-    mm.reset_operands(stream=0x7000)  # a fixed stream: runs go through the general path
-    assert mm._fast is None
-    mm.execute()
-    assert gpu.matmul_calls[-1][-1] == 0x7000
-    mm.free()
-    assert mm._fast is None
-    with pytest.raises(InvalidStateError):
-        mm.execute()
-
-
-def test_dropping_a_planned_matmul_frees_it_without_gc(gpu, monkeypatch):
-    import gc
-    import weakref
-
-    freed = []
-    monkeypatch.setattr(_cuda.CudaEngine, "free", lambda self: freed.append(self))
-    a, b, bias = gpu.tensor(64, 32), gpu.tensor(32, 48), gpu.tensor(64)
-    gc.disable()
-    try:
-        for kw in ({}, {"epilog": "RELU_BIAS", "epilog_inputs": {"bias": bias}}):
-            mm = Matmul(a, b)
-            mm.plan(**kw)
-            mm.execute()
-            ref = weakref.ref(mm)
-            del mm
-            assert ref() is None  # no reference cycle keeps a plan (and its workspace) alive
-        assert len(freed) == 2
-    finally:
-        gc.enable()
-
-
-def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
-    a, b = gpu.tensor(64, 32), gpu.tensor(32, 48)
-    with Matmul(a, b) as mm:
-        mm.plan(epilog="RELU_AUX")
-        assert mm._fast_run is None
-        _, aux = mm.execute()
-        assert "relu_aux" in aux
-    with Matmul(a, b, stream=0x7000) as mm:
-        mm.plan()
-        assert mm._fast_run is not None and mm._fast is None
-        mm.execute()
-        assert gpu.matmul_calls[-1][-1] == 0x7000
 
 
 if __name__ == "__main__":  # pragma: no cover
