@@ -27,7 +27,6 @@ from cuweave.linalg.advanced import Matmul, _cuda, matmul
 from cuweave.linalg.advanced._function import plan_cache
 from tests.fakes.cublaslt import FakeGPU
 
-
 # ---- helpers ------------------------------------------------------------------------------------
 
 
