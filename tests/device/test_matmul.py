@@ -380,3 +380,69 @@ def test_examples_link_for_sm90(mathdx, link_sm90, monkeypatch, name):
     kernel = next(k for k in built if hasattr(k, "py_func"))
     cubin, symbols = link_sm90(kernel.py_func, _example_signature(name))
     assert len(cubin) > 1000 and any(s.startswith("cublasdx_execute") for s in symbols)
+
+
+@pytest.mark.slow
+def test_accumulator_api_links_for_sm90(mathdx, link_sm90):
+    """Accumulator, partitioner queries, make_fragment_like and a float64 C tensor over a
+    float32 GEMM (a libmathdx tensor made ``like`` another type)."""
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device.matmul import (
+        Matmul,
+        axpby,
+        copy,
+        copy_fragment,
+        copy_wait,
+        make_fragment_like,
+        make_tensor,
+    )
+
+    mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
+                arrangement=(COL, ROW, ROW), sm=90, block_size=128)
+    la, lb = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b()
+
+    def kernel(alpha, a, b, beta, c):
+        smem = cuda.shared.array(shape=(0,), dtype=np.float16, alignment=16)
+        sa = make_tensor(smem[:la.cosize], la)
+        sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
+        acc = mm.suggest_accumulator()
+        copy(make_tensor(a, mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b, mm.get_layout_gmem_b()), sb)
+        copy_wait()
+        mm.execute(sa, sb, acc)
+        res = acc.get_results()
+        wide = make_fragment_like(res, np.float64)
+        for i in range(res.layout.cosize):
+            wide[i] = np.float64(res[i])
+        gmem_c = make_tensor(c, mm.get_layout_gmem_c())
+        frag = acc.make_partition_and_copy(gmem_c)
+        axpby(alpha, wide, beta, frag)
+        copy_fragment(frag, gmem_c)
+        if acc.is_thread_active() and acc.is_index_in_bounds(0):
+            r, col = acc.map_fragment_index(0)
+            c[r, col] += 0.0
+
+    f16c, f16f = types.float16[:, ::1], types.Array(types.float16, 2, "F")
+    sig = (types.float64, f16f, f16c, types.float64, types.float64[:, ::1])
+    cubin, symbols = link_sm90(kernel, sig)
+    kinds = {s.split("_")[1] for s in symbols}
+    assert {"create", "execute", "copy", "axpby", "is", "map"} <= kinds and len(cubin) > 1000
+
+
+def test_make_tensor_rejects_non_arrays_and_accumulator_layouts(mm_f32, link_sm90):
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device.matmul import make_tensor
+
+    layout = mm_f32._suggest_accumulator_c()
+
+    def kernel(c):
+        buf = cuda.local.array(8, dtype=np.float32)
+        make_tensor(buf, layout)
+        c[0] = 0
+
+    with pytest.raises(Exception, match="accumulators come from MM.suggest_accumulator"):
+        link_sm90(kernel, (types.float32[::1],))

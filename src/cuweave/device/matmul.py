@@ -1,15 +1,19 @@
 """``cuweave.device.Matmul``: a cuBLASDx block GEMM callable inside a user's numba kernel.
 
-Code generation: NVIDIA's libmathdx runtime generator (``nvidia-libmathdx-cu13``), not NVRTC
-on the cuBLASDx headers of ``nvidia-mathdx``. Measured on the 2-core development machine (one
-new 32x32x32 fp32 configuration, CPU seconds of the compiling process, so other load does not
-count): libmathdx 16 s (traits and LTO-IR), NVRTC on the headers 12 s for the LTO-IR alone.
-Both are over the 5 s target there; the decision is made by completeness: libmathdx ships
-cuBLASDx 0.8 (opaque tensors, accumulators, device/tile pipelines -- the surface nvmath-python
-1.0 exposes), while the newest ``nvidia-mathdx`` wheel (25.6) carries cuBLASDx 0.4, which has no
-pipelines and a different tensor API. Every configuration is cached on disk (traits, layout
-traits and each generated device function), so a configuration seen before builds in
-milliseconds and traits never need a GPU.
+Code generation: NVIDIA's libmathdx runtime generator (``nvidia-libmathdx-cu13`` 0.4.2, which
+carries cuBLASDx 0.8), not NVRTC on the cuBLASDx headers of ``nvidia-mathdx``. Measured on the
+2-core development machine for one new 32x32x32 fp32 configuration (CPU seconds of the
+compiling process, so that other load does not count): libmathdx 16 s for traits and the
+execute LTO-IR (wall, unloaded: 2.9 s traits + 8.2 s code), NVRTC on the headers 12 s for the
+same (wall, unloaded: 14.7 s; 43.8 s for 64x64x64 fp16). Neither meets the 5 s target on that
+machine; the choice is made by completeness: the newest ``nvidia-mathdx`` wheel (25.6) carries
+cuBLASDx 0.4, without the opaque-tensor device functions, accumulators and pipelines that
+nvmath-python 1.0's surface is built on, while libmathdx generates exactly those (copy, clear,
+axpby, partitioner queries, accumulators) as ``extern "C"`` functions with a C ABI, and
+answers traits through a documented C API without any C++ of ours. Every configuration is
+cached on disk (traits, layout traits and each generated device function), so a configuration
+seen before builds in milliseconds, and traits never need a GPU. :func:`warm_cache` compiles
+many configurations in parallel processes.
 
 A kernel (nvmath-python 1.0's surface; only the import changes)::
 
