@@ -95,8 +95,8 @@ def _tensor_kernel(MM):
         sa = make_tensor(smem[:la.cosize], la)
         sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
         acc = make_tensor(cuda.local.array(lc.cosize, dtype=ta), lc)
-        copy(make_tensor(a[g], MM.get_layout_gmem_a()), sa)
-        copy(make_tensor(b[g], MM.get_layout_gmem_b()), sb)
+        copy(make_tensor(a[g], MM.get_layout_gmem_a()), sa, alignment=16)   # 16 B vectors
+        copy(make_tensor(b[g], MM.get_layout_gmem_b()), sb, alignment=16)
         clear(acc)
         copy_wait()
         MM.execute(sa, sb, acc)

@@ -313,7 +313,7 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
         sa = make_tensor(smem[:la.cosize], la)
         sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
         acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
-        copy(make_tensor(a, mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), sa, alignment=16)
         copy(make_tensor(b, mm.get_layout_gmem_b()), sb)
         clear(acc)
         copy_wait()
@@ -446,3 +446,19 @@ def test_make_tensor_rejects_non_arrays_and_accumulator_layouts(mm_f32, link_sm9
 
     with pytest.raises(Exception, match="accumulators come from MM.suggest_accumulator"):
         link_sm90(kernel, (types.float32[::1],))
+
+
+def test_copy_alignment_must_be_a_power_of_two(mm_f32, link_sm90):
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device.matmul import copy, make_tensor
+
+    la = mm_f32.get_layout_smem_a()
+
+    def kernel(a):
+        smem = cuda.shared.array(0, dtype=np.float32)
+        copy(make_tensor(a, mm_f32.get_layout_gmem_a()), make_tensor(smem, la), alignment=3)
+
+    with pytest.raises(Exception, match="alignment must be one of 1, 2, 4, 8, 16"):
+        link_sm90(kernel, (types.float32[:, ::1],))

@@ -75,24 +75,48 @@ _TENSOR_TRAIT_STORAGE_BYTES, _TENSOR_TRAIT_ALIGNMENT, _TENSOR_TRAIT_NAME = 0, 1,
 _TENSOR_TRAIT_LOGICAL_SIZE = 5
 _TENSOR_OPTION_ALIGNMENT = 0
 _DEVICE_FUNCTION_TRAIT_SYMBOL = 1
+_DEVICE_FUNCTION_OPTION_COPY_ALIGNMENT = 1
+
+
+def _wheel_candidates():
+    """libmathdx inside an ``nvidia-libmathdx-cu13``/``-cu12`` wheel on ``sys.path`` (wheels
+    installed with ``pip --target`` are not in site-packages, where cuda.pathfinder looks)."""
+    import os
+    import sys
+
+    for root in sys.path:
+        for cu in ("cu13", "cu12"):
+            path = os.path.join(root or ".", "nvidia", cu, "lib", "libmathdx.so.0")
+            if os.path.isfile(path):
+                yield path
 
 
 @functools.lru_cache(maxsize=1)
 def library() -> ctypes.CDLL:
     """The loaded libmathdx (NVRTC loaded first); raises LibraryNotFoundError."""
+    errors = []
     try:
         from cuda import pathfinder
 
         pathfinder.load_nvidia_dynamic_lib("nvrtc")
-        path = pathfinder.load_nvidia_dynamic_lib("mathdx").abs_path
-    except Exception as e:  # pathfinder missing, or the wheel not installed
-        raise LibraryNotFoundError(
-            "nvidia-libmathdx-cu13", "dx",
-            f"libmathdx (cuBLASDx code generation) could not be loaded: {e}") from e
-    lib = ctypes.CDLL(path)
-    for name in ("commondxStatusToStr",):
-        getattr(lib, name).restype = ctypes.c_char_p
-    return lib
+    except Exception as e:  # pathfinder missing or NVRTC elsewhere: libmathdx may still load
+        errors.append(f"NVRTC: {e}")
+    paths = []
+    try:
+        from cuda import pathfinder
+
+        paths.append(pathfinder.load_nvidia_dynamic_lib("mathdx").abs_path)
+    except Exception as e:
+        errors.append(f"cuda.pathfinder: {e}")
+    paths += list(_wheel_candidates())
+    for path in paths:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    raise LibraryNotFoundError(
+        "nvidia-libmathdx-cu13", "dx",
+        "libmathdx (cuBLASDx code generation) could not be loaded: " + "; ".join(errors))
 
 
 def _last_error() -> str:
@@ -306,8 +330,9 @@ def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, 
     """LTO-IR and symbols of tensor device functions in one code generation.
 
     ``calls`` is a list of ``(FunctionKind, [(TensorKind, alignment|None, value_type|None),
-    ...])``; a value type (commondxValueType) makes the tensor ``like`` the kind's tensor over
-    other elements (``cublasdxMakeTensorLike``).
+    ...], copy_alignment|None)``; a value type (commondxValueType) makes the tensor ``like``
+    the kind's tensor over other elements (``cublasdxMakeTensorLike``); ``copy_alignment``
+    (bytes) lets a copy assume that alignment of both ends (vectorized accesses).
     """
     with _lock:
         try:
@@ -315,7 +340,7 @@ def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, 
                 tensors, functions = [], []
                 try:
                     per_call = []
-                    for _, kinds in calls:
+                    for _, kinds, _ in calls:
                         ts = [_tensor(d, k, a) for k, a, _ in kinds]
                         tensors += ts
                         per_call.append(ts)
@@ -323,7 +348,7 @@ def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, 
                         arr = (_ll * len(tensors))(*[t.value for t in tensors])
                         _call("cublasdxFinalizeTensors", _size_t(len(tensors)), arr)
                     likes = []
-                    for (_, kinds), ts in zip(calls, per_call):
+                    for (_, kinds, _), ts in zip(calls, per_call):
                         for i, (_, _, vt) in enumerate(kinds):
                             if vt is not None:
                                 like = _ll()
@@ -334,12 +359,15 @@ def compile_functions(spec: MatmulSpec, block_dim, calls: list) -> tuple[bytes, 
                     if likes:
                         arr = (_ll * len(likes))(*[t.value for t in likes])
                         _call("cublasdxFinalizeTensors", _size_t(len(likes)), arr)
-                    for (fkind, _), ts in zip(calls, per_call):
+                    for (fkind, _, copy_alignment), ts in zip(calls, per_call):
                         f = _ll()
                         arr = (_ll * max(len(ts), 1))(*[t.value for t in ts])
                         _call("cublasdxCreateDeviceFunction", d.handle, fkind, _size_t(len(ts)),
                               arr, ctypes.byref(f))
                         functions.append(f)
+                        if copy_alignment:
+                            _call("cublasdxSetDeviceFunctionOptionInt64", f,
+                                  _DEVICE_FUNCTION_OPTION_COPY_ALIGNMENT, _ll(copy_alignment))
                     code = _code(spec.sm)
                     try:
                         arr = (_ll * len(functions))(*[f.value for f in functions])

@@ -127,18 +127,20 @@ def _execute_code(mm: Matmul) -> dict:
     return _entry([list(spec.key()), "execute", _versions()], build)
 
 
-def _function_code(mm: Matmul, kind: str, tensors: tuple) -> dict:
-    """One libmathdx tensor device function ``kind`` over ``tensors`` ((kind name, align))."""
+def _function_code(mm: Matmul, kind: str, tensors: tuple, copy_alignment=None) -> dict:
+    """One libmathdx tensor device function ``kind`` over ``tensors`` (see :func:`_desc`)."""
     spec = mm._resolved
     fkind = getattr(_blas_mathdx.FunctionKind, kind)
 
     def build(key):
         kinds = [(getattr(_blas_mathdx.TensorKind, k), a,
                   None if dt is None else value_type_code(dt)) for k, a, dt in tensors]
-        ltoir, symbols = _blas_mathdx.compile_functions(spec, spec.block_dim, [(fkind, kinds)])
+        ltoir, symbols = _blas_mathdx.compile_functions(spec, spec.block_dim,
+                                                        [(fkind, kinds, copy_alignment)])
         return {"traits": None, "symbol": symbols[0], "ltoir": ltoir}
 
-    return _entry([list(spec.key()), kind, [list(t) for t in tensors], _versions()], build)
+    return _entry([list(spec.key()), kind, [list(t) for t in tensors], copy_alignment,
+                   _versions()], build)
 
 
 def _entry(parts, build) -> dict:
@@ -406,7 +408,7 @@ def _ol_make_tensor(array, layout):
     return lambda array, layout: _make_tensor(array, layout)
 
 
-def _copy_intrinsic(fragment: bool):
+def _copy_intrinsic(fragment: bool, alignment: int | None):
     @intrinsic
     def call(typingctx, src, dst):
         if not (isinstance(src, OpaqueTensorType) and isinstance(dst, OpaqueTensorType)):
@@ -420,11 +422,14 @@ def _copy_intrinsic(fragment: bool):
         if src.layout.operand != dst.layout.operand:
             raise InvalidOptionError(f"src and dst must be views of one operand, got "
                                      f"{src.layout.operand!r} and {dst.layout.operand!r}")
+        if alignment is not None and alignment < np.dtype(src.layout.dtype).itemsize:
+            raise InvalidOptionError(f"alignment must be at least the element size "
+                                     f"({np.dtype(src.layout.dtype).itemsize}), got {alignment}")
         mm = dst.layout.MM if dst.layout.memory_space != "gmem" else src.layout.MM
         kinds = (_desc(src), _desc(dst))
 
         def codegen(context, builder, sig, args):
-            code = _function_code(mm, "COPY", kinds)
+            code = _function_code(mm, "COPY", kinds, alignment)
             _link(context, code)
             _call_extern(builder, code["symbol"],
                          [_tensor_value(context, builder, t, v) for t, v in zip(sig.args, args)])
@@ -435,12 +440,26 @@ def _copy_intrinsic(fragment: bool):
     return call
 
 
-_copy, _copy_fragment = _copy_intrinsic(False), _copy_intrinsic(True)
+_COPIES = {(f, a): _copy_intrinsic(f, a) for f in (False, True) for a in (None, 1, 2, 4, 8, 16)}
+
+
+def _alignment_value(alignment):
+    """The literal copy alignment (None when omitted); raises for other values."""
+    if _is_none(alignment):
+        return None
+    if isinstance(alignment, types.IntegerLiteral) and \
+            alignment.literal_value in (1, 2, 4, 8, 16):
+        return alignment.literal_value
+    if isinstance(alignment, types.Integer):
+        return "literally"
+    raise InvalidOptionError(f"alignment must be one of 1, 2, 4, 8, 16 (bytes, a compile-time "
+                             f"constant), got {alignment}")
 
 
 def copy(src, dst, alignment=None):
     """Inside kernels: block-wide copy between a global tile and shared memory (may be
-    asynchronous: call :func:`copy_wait` before reading ``dst``)."""
+    asynchronous: call :func:`copy_wait` before reading ``dst``). ``alignment`` (bytes, a
+    constant) lets the copy assume that both ends are that aligned (vectorized accesses)."""
     raise RuntimeError("copy runs inside @cuda.jit kernels only")
 
 
@@ -449,20 +468,22 @@ def copy_fragment(src, dst, alignment=None):
     raise RuntimeError("copy_fragment runs inside @cuda.jit kernels only")
 
 
-@overload(copy, jit_options={"forceinline": True})
-def _ol_copy(src, dst, alignment=None):
-    if not _is_none(alignment):
-        raise InvalidOptionError(f"alignment must be None (the layouts' alignment is used), "
-                                 f"got {alignment}")
-    return lambda src, dst, alignment=None: _copy(src, dst)
+def _ol_copy_generic(fragment: bool):
+    def ol(src, dst, alignment=None):
+        value = _alignment_value(alignment)
+        if value == "literally":
+            from numba import literally
+
+            return lambda src, dst, alignment=None: literally(alignment)
+        target = _COPIES[(fragment, value)]
+        return lambda src, dst, alignment=None: target(src, dst)
+
+    return ol
 
 
-@overload(copy_fragment, jit_options={"forceinline": True})
-def _ol_copy_fragment(src, dst, alignment=None):
-    if not _is_none(alignment):
-        raise InvalidOptionError(f"alignment must be None (the layouts' alignment is used), "
-                                 f"got {alignment}")
-    return lambda src, dst, alignment=None: _copy_fragment(src, dst)
+overload(copy, jit_options={"forceinline": True})(_ol_copy_generic(False))
+overload(copy_fragment, jit_options={"forceinline": True})(_ol_copy_generic(True))
+_copy_fragment = _COPIES[(True, None)]
 
 
 @intrinsic
