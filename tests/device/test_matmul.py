@@ -108,6 +108,19 @@ def test_matmul_factory_validates_legacy_knobs(kw, fragment):
         matmul((16, 16, 16), np.float32, "real", arrangement=(ROW, COL, COL), sm=90, **kw)
 
 
+def test_libmathdx_found_in_pip_target_folders(tmp_path, monkeypatch):
+    """Wheels installed with ``pip --target`` (on sys.path, not site-packages) are searched."""
+    import sys
+
+    from cuweave.device import _blas_mathdx
+
+    lib = tmp_path / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libmathdx.so.0").write_bytes(b"")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert str(lib / "libmathdx.so.0") in list(_blas_mathdx._wheel_candidates())
+
+
 # ---------------------------------------------------------------------------------------------
 # libmathdx-backed (CPU)
 # ---------------------------------------------------------------------------------------------

@@ -197,7 +197,7 @@ def test_tensor_api_register_accumulation():
         sa = make_tensor(smem[:la.cosize], la)
         sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
         acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
-        copy(make_tensor(a, mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), sa, alignment=16)   # 128 B columns
         copy(make_tensor(b, mm.get_layout_gmem_b()), sb)
         clear(acc)
         copy_wait()

@@ -22,7 +22,7 @@ _LAZY = {
     **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
                              "np_float16x2", "np_float16x4")},
 }
-_SUBMODULES = ("types", "random", "common_cuda")
+_SUBMODULES = ("types", "random", "random_helpers", "common_cuda")
 
 __all__ = [
     "FFT",
