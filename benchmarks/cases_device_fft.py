@@ -7,7 +7,11 @@ Cases (complex64, 65536 transforms of 256 points):
   ``torch.fft.fft``; GB/s counts bytes read + written;
 * a convolution ``ifft(fft(x) * h)``: one cuweave kernel (forward FFT, pointwise filter,
   inverse FFT, scaling) against CuPy's three passes (fft → multiply → ifft);
-* how fast a second process is ready when the configuration is in the disk cache.
+* the same convolution in half precision (``precision=np.float16``: two FFTs per
+  ``float16x4`` value, data read and written as float16) against the FP32 fused kernel;
+* how long a new configuration takes to compile (fresh cache, in a fresh process: the first
+  one, then a second one in the same process), and how fast a second process is ready when the
+  configuration is in the disk cache.
 """
 
 from __future__ import annotations
@@ -22,19 +26,26 @@ from harness import gpu_time_ms, peer
 BATCH, N = 65536, 256
 # (elements_per_thread, ffts_per_block) tried for the standalone FFT; the fastest is reported
 KNOBS = ((8, "suggested"), (8, 4), (16, "suggested"), (16, 4), (16, 16), (16, 32))
+HALF_KNOBS = ((8, 4), (8, 8), (16, 8), (16, 16))
 CONFIGS = [dict(fft_type="c2c", size=N, precision=np.float32, direction=d,
                 elements_per_thread=e, ffts_per_block=b) for d in ("forward", "inverse")
            for e, b in KNOBS]
+HALF_CONFIGS = [dict(fft_type="c2c", size=N, precision=np.float16, direction=d,
+                     elements_per_thread=e, ffts_per_block=b) for d in ("forward", "inverse")
+                for e, b in HALF_KNOBS]
 
 
 def run(results, quick: bool) -> None:
     import cuweave.device as dx
 
     iters = 20 if quick else 100
-    ffts = dx.warm_cache(CONFIGS)  # compiled in parallel (or found in the disk cache)
-    fwd, inv = ffts[:len(KNOBS)], ffts[len(KNOBS):]
+    _compile_time(results)  # first: it needs configurations no process has compiled yet
+    ffts = dx.warm_cache(CONFIGS + HALF_CONFIGS)  # compiled in parallel (or from the cache)
+    n, h = len(KNOBS), len(HALF_KNOBS)
+    fwd, inv = ffts[:n], ffts[n:2 * n]
     best = _standalone(results, fwd, iters)
-    _convolution(results, list(zip(fwd, inv)), iters)
+    data = _convolution(results, list(zip(fwd, inv)), iters)
+    _half_convolution(results, list(zip(ffts[2 * n:2 * n + h], ffts[2 * n + h:])), iters, data)
     _cache_ready(results, CONFIGS[best])
 
 
@@ -168,6 +179,7 @@ def _convolution(results, pairs, iters):
             best_ms, best_err = ms, err
     results.add(case=case, impl="cuweave", metric="ms", value=best_ms, unit="ms",
                 rel_err=float(best_err))
+    data = {"host": host, "filter": filt, "ref": ref, "fp32_ms": best_ms}
     cupy = peer("cupy")
     if cupy is not None:
         xc, hc = cupy.asarray(host), cupy.asarray(filt)
@@ -176,6 +188,98 @@ def _convolution(results, pairs, iters):
         results.add(case=case, impl="cupy (3 passes)", metric="ms", value=ms, unit="ms")
         results.add_ratio(case=case, metric="ms", num="cuweave", den="cupy (3 passes)",
                           higher_is_better=False, target=3.0)
+    return data
+
+
+def _half_conv_kernel(fwd, inv):
+    """Half-precision fused convolution: FFT pairs ``(2p, 2p+1)`` share one ``float16x4``."""
+    from numba import cuda
+
+    from cuweave.device import float16x4
+
+    @cuda.jit
+    def kernel(x, h, y):
+        td = cuda.local.array(fwd.storage_size, dtype=fwd.value_type)
+        smem = cuda.shared.array(0, dtype=fwd.value_type)
+        r0 = 2 * (cuda.blockIdx.x * fwd.block_dim.y + cuda.threadIdx.y)
+        r1 = r0 + 1
+        for i in range(fwd.elements_per_thread):
+            k = cuda.threadIdx.x + i * fwd.stride
+            td[i] = float16x4(x[r0, k, 0], x[r1, k, 0], x[r0, k, 1], x[r1, k, 1])
+        fwd.execute(td, smem)
+        for i in range(fwd.elements_per_thread):
+            v, hk = td[i], h[cuda.threadIdx.x + i * fwd.stride]
+            a = complex(np.float32(v.x), np.float32(v.z)) * hk
+            b = complex(np.float32(v.y), np.float32(v.w)) * hk
+            td[i] = float16x4(a.real, b.real, a.imag, b.imag)
+        cuda.syncthreads()  # shared memory is reused by the inverse FFT
+        inv.execute(td, smem)
+        for i in range(fwd.elements_per_thread):
+            k = cuda.threadIdx.x + i * fwd.stride
+            v = td[i]
+            y[r0, k, 0], y[r1, k, 0], y[r0, k, 1], y[r1, k, 1] = v.x, v.y, v.z, v.w
+
+    return kernel
+
+
+def _half_convolution(results, pairs, iters, data):
+    """The FP16 fused convolution (data read/written as float16) against the FP32 one."""
+    from numba import cuda
+
+    case = f"convolution fft*h ifft {BATCH}x{N} float16 vs complex64"
+    host = np.stack([data["host"].real, data["host"].imag], axis=-1).astype(np.float16)
+    filt = (data["filter"] / N).astype(np.complex64)  # the 1/N scaling folded into the filter
+    x, h = cuda.to_device(host), cuda.to_device(filt)
+    y = cuda.device_array(host.shape, np.float16)
+    best_ms = None
+    for fwd, inv in pairs:
+        smem = max(fwd.shared_memory_size, inv.shared_memory_size)
+        launch = _half_conv_kernel(fwd, inv)[BATCH // fwd.ffts_per_block, fwd.block_dim, 0,
+                                             smem]
+        launch(x, h, y)
+        out = y.copy_to_host().astype(np.float64)
+        got = out[..., 0] + 1j * out[..., 1]
+        err = float(np.linalg.norm(got - data["ref"]) / np.linalg.norm(data["ref"]))
+        ms = gpu_time_ms(lambda launch=launch: launch(x, h, y), iters=iters, warmup=3)
+        results.add(case=case, impl=f"cuweave fp16 ept={fwd.elements_per_thread} "
+                    f"fpb={fwd.ffts_per_block}", metric="ms", value=ms, unit="ms", rel_err=err)
+        if best_ms is None or ms < best_ms:
+            best_ms, best_err = ms, err
+    results.add(case=case, impl="cuweave fp16", metric="ms", value=best_ms, unit="ms",
+                rel_err=best_err)
+    results.add(case=case, impl="cuweave fp32", metric="ms", value=data["fp32_ms"], unit="ms")
+    results.add_ratio(case=case, metric="ms", num="cuweave fp16", den="cuweave fp32",
+                      higher_is_better=False, target=1.5)
+
+
+_COMPILE = """\
+import os, sys, time, tempfile
+os.environ["CUWEAVE_CACHE_DIR"] = tempfile.mkdtemp()
+import numpy as np
+import cuweave.device as dx
+t0 = time.perf_counter()
+dx.FFT("c2c", 243, np.float32, "forward", sm=90)
+t1 = time.perf_counter()
+dx.FFT("r2c", 200, np.float64, sm=90)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def _compile_time(results):
+    """Wall time to compile a configuration nobody has compiled (fresh cache directory)."""
+    case = "new configuration compile"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", _COMPILE], capture_output=True, text=True,
+                          env=env, timeout=300)
+    if proc.returncode != 0:
+        print(f"   {case} failed: {proc.stderr[-500:]}")
+        return
+    first, second = (float(v) for v in proc.stdout.split()[-2:])
+    results.add(case=case, impl="cuweave first in a process", metric="s", value=first, unit="s",
+                target=3.0)
+    results.add(case=case, impl="cuweave later in the same process", metric="s", value=second,
+                unit="s", target=3.0)
 
 
 _READY = """\
