@@ -164,6 +164,45 @@ def _numba_type(dtype):
     return from_dtype(np.dtype(dtype))
 
 
+def _fused_tensor_kernel(tm, tn, tk):
+    """relu(X W + b) with cuBLASDx copies (16 B vectors), a register accumulator and the
+    epilogue applied in registers through the partitioner (``map_fragment_index``)."""
+    from numba import cuda
+
+    from cuweave.device.matmul import Matmul, copy, copy_wait, make_tensor
+
+    MM = Matmul((tm, tn, tk), (np.float16, np.float16, np.float32), "real",
+                arrangement=("row_major",) * 3, block_size=128)
+    la, lb = MM.suggest_layout_smem_a(), MM.suggest_layout_smem_b()
+
+    @cuda.jit
+    def kernel(x, w, bias, y):
+        r0, c0 = cuda.blockIdx.y * tm, cuda.blockIdx.x * tn
+        smem = cuda.shared.array(0, dtype=np.float16, alignment=16)
+        sa = make_tensor(smem[:la.cosize], la)
+        sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
+        acc = MM.suggest_accumulator()
+        for k0 in range(0, x.shape[1], tk):
+            copy(make_tensor(x[r0:r0 + tm, k0:k0 + tk], MM.get_layout_gmem_a()), sa,
+                 alignment=16)
+            copy(make_tensor(w[k0:k0 + tk, c0:c0 + tn], MM.get_layout_gmem_b()), sb,
+                 alignment=16)
+            copy_wait()
+            MM.execute(sa, sb, acc)
+            cuda.syncthreads()                        # sa/sb are refilled next step
+        res = acc.get_results()
+        if acc.is_thread_active():
+            for i in range(res.layout.cosize):
+                if acc.is_index_in_bounds(i):
+                    col = acc.map_fragment_index(i)[1]
+                    v = res[i] + bias[c0 + col]
+                    res[i] = v if v > 0 else 0.0
+        acc.partition_and_copy(res, make_tensor(y[r0:r0 + tm, c0:c0 + tn],
+                                                MM.get_layout_gmem_c()))
+
+    return MM, kernel, MM.get_shared_storage_size_ab(la, lb)
+
+
 def _fused(results, iters):
     from numba import cuda
 
@@ -171,19 +210,35 @@ def _fused(results, iters):
     import gemm_fused_bias_relu as ex
 
     case = f"relu(X@W+b) {ex.ROWS}x{ex.IN} @ {ex.IN}x{ex.OUT} fp16"
-    MM, kernel, smem = ex.build()
     rng = np.random.default_rng(2)
     x = rng.uniform(-1, 1, (ex.ROWS, ex.IN)).astype(np.float16)
     w = rng.uniform(-1, 1, (ex.IN, ex.OUT)).astype(np.float16)
     bias = rng.uniform(-1, 1, ex.OUT).astype(np.float32)
     dx, dw, dbias = cuda.to_device(x), cuda.to_device(w), cuda.to_device(bias)
     y = cuda.device_array((ex.ROWS, ex.OUT), np.float32)
-    launch = kernel[(ex.OUT // ex.TN, ex.ROWS // ex.TM), MM.block_dim, 0, smem]
-    launch(dx, dw, dbias, y)
     ref = np.maximum(x.astype(np.float64) @ w + bias, 0)
-    err = float(np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref))
-    ms = gpu_time_ms(lambda: launch(dx, dw, dbias, y), iters=iters)
-    results.add(case=case, impl="cuweave", metric="ms", value=ms, unit="ms", rel_err=err)
+    variants = {"pointer (example)": lambda: ex.build() + ((ex.TM, ex.TN),),
+                "tensor 64x64x64": lambda: _fused_tensor_kernel(64, 64, 64) + ((64, 64),),
+                "tensor 32x64x64": lambda: _fused_tensor_kernel(32, 64, 64) + ((32, 64),)}
+    best = None
+    for label, make in variants.items():
+        try:
+            MM, kernel, smem, (tm, tn) = make()
+            launch = kernel[(ex.OUT // tn, ex.ROWS // tm), MM.block_dim, 0, smem]
+            launch(dx, dw, dbias, y)
+            err = float(np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref))
+            ms = gpu_time_ms(lambda launch=launch: launch(dx, dw, dbias, y), iters=iters)
+        except Exception as e:
+            print(f"   {label} failed: {type(e).__name__}: {e}")
+            continue
+        results.add(case=case, impl=f"cuweave {label}", metric="ms", value=ms, unit="ms",
+                    rel_err=err)
+        if best is None or ms < best[1]:
+            best = (label, ms, err)
+    if best is None:
+        return
+    results.add(case=case, impl="cuweave", metric="ms", value=best[1], unit="ms",
+                rel_err=best[2], variant=best[0])
     torch = peer("torch")
     if torch is None or not torch.cuda.is_available():
         return
