@@ -178,6 +178,16 @@ def test_traits_without_gpu(mm_f32):
         mm.execute(1.0, None, None, 0.0, None)
 
 
+def test_matmul_factory_builds_the_same_object(mm_f32):
+    from cuweave.device.matmul import matmul
+
+    mm = matmul((32, 16, 64), np.float32, "real", compiler="numba", execute_api="tensors",
+                tensor_types=("suggested_smem_a", "suggested_smem_b", "suggested_rmem_c"),
+                arrangement=(ROW, COL, COL), sm=90, block_size=64)
+    assert mm._kernel_key() == mm_f32._kernel_key()
+    assert mm.leading_dimension == mm_f32.leading_dimension
+
+
 def test_suggested_knobs_resolve(mathdx):
     from cuweave.device.matmul import Matmul
 

@@ -27,9 +27,17 @@ def test_import_does_not_import_numba():
 
 
 def test_public_names():
+    numba_names = {n for n in dx.__all__ if n.startswith(("float", "uint"))}
+    has_numba = importlib.util.find_spec("numba") is not None
     for name in dx.__all__:
+        if name in numba_names and not has_numba:
+            continue  # the vector types are numba types
         assert hasattr(dx, name)
     assert dx.FFTType.r2c == 2 and dx.Direction.inverse == 1
+    assert dx.types.complex64.dtype == np.dtype(np.complex64)
+    assert dx.common_cuda.ComputeCapability(8, 6).integer == 860
+    with pytest.raises(AttributeError, match="no attribute"):
+        dx.not_a_name  # noqa: B018
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,13 @@ __all__ = [
 
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        try:
+            module = importlib.import_module(_LAZY[name], __name__)
+        except ImportError as e:  # the vector types are numba types
+            from .._internal.errors import LibraryNotFoundError
+
+            raise LibraryNotFoundError("numba-cuda", "dx", f"{name} needs it: {e}") from e
+        value = getattr(module, name)
         globals()[name] = value
         return value
     if name in _SUBMODULES:

@@ -349,7 +349,8 @@ class FFT(KernelObject):
                 top = 1024 // threads
                 if smem_per_fft:
                     top = min(top, int(limit // smem_per_fft))
-                combos += [(ept, f) for f in range(1, max(top, 1) + 1)]
+                step = 2 if self._spec.precision == "float16" else 1  # FFT pairs in half
+                combos += [(ept, f) for f in range(step, max(top, 1) + 1, step)]
         index = [allowed.index(k) for k in knobs]
         picked = sorted({tuple(c[i] for i in index) for c in combos})
         return [p[0] for p in picked] if len(knobs) == 1 else picked
