@@ -1,6 +1,6 @@
 """Every entry point of the CUDA matmul passes the same native arguments (differential test).
 
-A grid of configurations (package, layouts, epilog, ``c``, in place) runs through each entry
+A grid of configurations (package, layouts, epilog, ``c`` full or broadcast, in place) runs through each entry
 point under the recording fakes of :mod:`tests.fakes.cublaslt`; every ``cublasLtMatmul`` call
 is reduced to its arguments with pointers named by role (the caller's operands by name, the
 workspace, pointers new to the call numbered in order of appearance), together with alpha,
@@ -53,12 +53,14 @@ def _record(gpu, names):
     return calls
 
 
-def _operands(gpu, package, layout, with_c, order_c):
+def _operands(gpu, package, layout, c_mode, order_c):
     order_a, order_b = layout
+    c_shape = (M, 1) if c_mode == "broadcast" else (M, N)
+    with_c = c_mode != "none"
     if package == "torch":
         a = gpu.tensor(M, K, order=order_a)
         b = gpu.tensor(K, N, order=order_b)
-        c = gpu.tensor(M, N, order=order_c) if with_c else None
+        c = gpu.tensor(*c_shape, order=order_c) if with_c else None
         bias = gpu.tensor(M)
     else:
         rng = np.random.default_rng(0)
@@ -67,7 +69,7 @@ def _operands(gpu, package, layout, with_c, order_c):
             return np.asarray(rng.standard_normal(shape), np.float32, order=order)
 
         a, b = arr((M, K), order_a), arr((K, N), order_b)
-        c = arr((M, N), order_c) if with_c else None
+        c = arr(c_shape, order_c) if with_c else None
         bias = arr((M,))
     return a, b, c, bias
 
@@ -77,7 +79,7 @@ _GRID = [(package, layout, epilog, c_mode)
          for package in ("torch", "numpy")
          for layout in (("C", "C"), ("F", "C"))
          for epilog in _EPILOGS
-         for c_mode in ("none", "c", "inplace")]
+         for c_mode in ("none", "c", "broadcast", "inplace")]
 
 
 @pytest.mark.parametrize("package, layout, epilog, c_mode", _GRID)
@@ -85,7 +87,7 @@ def test_every_entry_point_passes_the_same_native_arguments(gpu, package, layout
                                                             c_mode):
     # a bias of length M and aux outputs need a column-major result: an in-place c is then
     order_c = "F" if c_mode == "inplace" and epilog else "C"
-    a, b, c, bias = _operands(gpu, package, layout, c_mode != "none", order_c)
+    a, b, c, bias = _operands(gpu, package, layout, c_mode, order_c)
     names = {}
     if package == "torch":
         names = {a.data_ptr(): "a", b.data_ptr(): "b", bias.data_ptr(): "bias"}
