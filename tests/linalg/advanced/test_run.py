@@ -1,10 +1,10 @@
 """Every entry point of the CUDA matmul passes the same native arguments (differential test).
 
-A grid of configurations (package, layouts, epilog, ``c`` full or broadcast, in place) runs through each entry
-point under the recording fakes of :mod:`tests.fakes.cublaslt`; every ``cublasLtMatmul`` call
-is reduced to its arguments with pointers named by role (the caller's operands by name, the
-workspace, pointers new to the call numbered in order of appearance), together with alpha,
-beta and the descriptor's pointer attributes at the call. All entry points must agree.
+A grid of configurations (package, layouts, epilog, ``c`` full or broadcast, in place) runs
+through each entry point under the recording fakes of :mod:`tests.fakes.cublaslt`; every
+``cublasLtMatmul`` call is reduced to its arguments with pointers named by role (the caller's
+operands by name, the workspace, pointers new to the call numbered in order of appearance),
+together with alpha, beta and the descriptor's pointer attributes at the call. All entry points must agree.
 """
 
 from __future__ import annotations
