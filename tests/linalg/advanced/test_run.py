@@ -4,7 +4,8 @@ A grid of configurations (package, layouts, epilog, ``c`` full or broadcast, in 
 through each entry point under the recording fakes of :mod:`tests.fakes.cublaslt`; every
 ``cublasLtMatmul`` call is reduced to its arguments with pointers named by role (the caller's
 operands by name, the workspace, pointers new to the call numbered in order of appearance),
-together with alpha, beta and the descriptor's pointer attributes at the call. All entry points must agree.
+together with alpha, beta and the descriptor's pointer attributes at the call. All entry
+points must agree.
 """
 
 from __future__ import annotations
