@@ -187,3 +187,24 @@ def test_fft_accepts_compute_capability_for_sm(ffts):
     f = dx.FFT("c2c", size=64, precision=np.float32, ffts_per_block=2,
                sm=common_cuda.ComputeCapability(9, 0))
     assert f.sm == 900 and f._kernel_key() == ffts["c2c"]._kernel_key()
+
+
+def test_building_does_not_import_numba_cuda_and_registers_on_import(ffts):
+    """FFT() stays light (no numba.cuda import); importing numba.cuda afterwards registers the
+    FFT type, so a kernel may still refer to an object built before numba was imported."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, cuweave.device as dx\n"
+        "f = dx.FFT('c2c', size=64, precision=np.float32, sm=90, ffts_per_block=2)\n"
+        "assert 'numba.cuda' not in sys.modules, 'FFT() imported numba.cuda'\n"
+        "from numba.cuda.typing.typeof import typeof\n"
+        "print(type(typeof(f)).__name__, typeof(f) == typeof(dx.FFT('c2c', size=64, "
+        "precision=np.float32, sm=90, ffts_per_block=2)))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["KernelObjectType", "True"]

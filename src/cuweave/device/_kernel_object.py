@@ -20,19 +20,23 @@ A class opts in by subclassing :class:`KernelObject` and implementing
   ``dtype=``), or numba device functions (``cuda.jit(device=True)`` dispatchers: attribute
   *calls* such as ``fft.execute(a, b)`` compile to a direct, inlinable call).
 
-and calling :func:`register_kernel_type` once for the class from its constructor. That imports
-:mod:`cuweave.device._numba_objects` (and numba) only then, so ``import cuweave`` stays free of
-numba. Nothing else is asked of the user: building the object is enough.
+and calling :func:`register_kernel_type` once for the class from its constructor. When numba is
+already imported that registers the class at once; otherwise it is registered the moment
+``numba.cuda`` is imported (a one-shot import hook), so building an object never imports numba
+itself and ``import cuweave`` stays free of it. Nothing else is asked of the user: building the
+object is enough.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 
-__all__ = ["KernelObject", "register_kernel_type"]
+__all__ = ["KernelObject", "register_kernel_type", "ensure_registered"]
 
 _registered: set[type] = set()
-_lock = threading.Lock()
+_pending: set[type] = set()
+_lock = threading.RLock()
 
 
 class KernelObject:
@@ -47,11 +51,8 @@ class KernelObject:
         raise AttributeError(name)
 
 
-def register_kernel_type(cls: type) -> None:
-    """Make instances of ``cls`` (a :class:`KernelObject`) typable by numba-cuda; idempotent.
-
-    Imports numba; call it from the constructor of ``cls`` (after checking numba is present).
-    """
+def ensure_registered(cls: type) -> None:
+    """Register ``cls`` with numba-cuda now (imports numba); idempotent."""
     if cls in _registered:
         return
     with _lock:
@@ -61,3 +62,53 @@ def register_kernel_type(cls: type) -> None:
 
         _numba_objects.register(cls)
         _registered.add(cls)
+        _pending.discard(cls)
+
+
+def register_kernel_type(cls: type) -> None:
+    """Make instances of ``cls`` (a :class:`KernelObject`) typable by numba-cuda; idempotent.
+
+    Registers now if ``numba.cuda`` is imported, else as soon as it is.
+    """
+    if cls in _registered:
+        return
+    if "numba.cuda" in sys.modules:
+        ensure_registered(cls)
+        return
+    with _lock:
+        _pending.add(cls)
+        if not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
+            sys.meta_path.insert(0, _RegisterOnImport())
+    if "numba.cuda" in sys.modules:  # imported meanwhile by another thread
+        ensure_registered(cls)
+
+
+class _RegisterOnImport:
+    """Meta-path finder: once ``numba.cuda`` has executed, register the pending classes."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "numba.cuda":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, hook = spec.loader, self
+
+        class _Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                if hook in sys.meta_path:
+                    sys.meta_path.remove(hook)
+                for cls in list(_pending):
+                    ensure_registered(cls)
+
+        spec.loader = _Loader()
+        return spec

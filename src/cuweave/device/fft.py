@@ -36,7 +36,7 @@ import numpy as np
 from .._internal.errors import CudaUnavailableError, InvalidOptionError, LibraryNotFoundError
 from .._internal.logging import get_logger
 from . import _cache, _codegen
-from ._kernel_object import KernelObject, register_kernel_type
+from ._kernel_object import KernelObject, ensure_registered, register_kernel_type
 from ._options import Execution, FFTSpec, FFTType, RealMode, max_size, normalize_sm
 from .common_cuda import Dim3
 
@@ -248,6 +248,7 @@ class FFT(KernelObject):
         :data:`~cuweave.device.types.half4` (``float16x4``: two FFTs batched) in half precision."""
         from . import types as element_types
 
+        ensure_registered(FFT)
         return {"float16": element_types.half4, "float32": element_types.complex64,
                 "float64": element_types.complex128}[self._spec.precision]
 
@@ -311,6 +312,7 @@ class FFT(KernelObject):
     def execute(self):
         """numba device function: ``execute(thread_data, shared_memory)`` (Block) or
         ``execute(thread_data)`` (Thread). Arrays are passed by their data pointer."""
+        ensure_registered(FFT)
         fn = _executes.get(self._symbol)
         if fn is None:
             from ._numba_ext import make_execute
