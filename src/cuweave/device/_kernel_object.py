@@ -100,6 +100,9 @@ class _RegisterOnImport:
         loader, hook = spec.loader, self
 
         class _Loader:
+            def __getattr__(self, name):  # everything else is the real loader's
+                return getattr(loader, name)
+
             def create_module(self, spec):
                 return loader.create_module(spec)
 
