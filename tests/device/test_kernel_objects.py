@@ -208,3 +208,12 @@ def test_building_does_not_import_numba_cuda_and_registers_on_import(ffts):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["KernelObjectType", "True"]
+
+
+def test_nvmath_positional_order_is_accepted(ffts):
+    import cuweave.device as dx
+
+    f = dx.FFT(64, np.float32, "c2c", "Block", sm=90, ffts_per_block=2)
+    assert f._kernel_key() == ffts["c2c"]._kernel_key() and f.size == 64
+    g = dx.FFT(8, np.float16, "c2c", "Thread", sm=90)
+    assert g.execution == "Thread" and g._kernel_key() == ffts["half_thread"]._kernel_key()

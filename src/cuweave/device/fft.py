@@ -145,7 +145,8 @@ class FFT(KernelObject):
     Parameters
     ----------
     fft_type : {'c2c', 'r2c', 'c2r'}
-        Transform type.
+        Transform type. (nvmath-python's positional order ``FFT(size, precision, fft_type,
+        execution)`` is accepted too: a first positional int is taken as the size.)
     size : int
         Transform length; see :func:`valid_sizes`.
     precision : numpy.float16, numpy.float32 or numpy.float64
@@ -183,6 +184,10 @@ class FFT(KernelObject):
     def __init__(self, fft_type="c2c", size=None, precision=np.float32, direction=None,
                  execution="Block", *, sm=None, ffts_per_block=None, elements_per_thread=None,
                  real_fft_options=None):
+        if isinstance(fft_type, (int, np.integer)) and not isinstance(fft_type, bool):
+            # nvmath-python's positional order: FFT(size, precision, fft_type, execution)
+            fft_type, size, precision, direction, execution = (
+                precision, fft_type, size, None, execution if direction is None else direction)
         spec = FFTSpec.from_knobs(
             fft_type, size, precision, direction, execution,
             sm=default_sm() if sm is None else sm, ffts_per_block=ffts_per_block,
