@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._bindings.library_types import DATA_TYPE
 from ..._internal.arrays import check_same_place
+from ..._internal.errors import InvalidOperandError
 from ..._internal.packages import wrap_operand
 from ._epilogs import (
     AUX_FORMATS,
@@ -61,11 +63,35 @@ def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
     return np.frombuffer(buf, np.uint8)
 
 
-def staged(op):
+class OperandTooLargeError(InvalidOperandError, MemoryError):
+    """A dense copy of an operand (a broadcast or strided view) would not fit in memory."""
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (0 when unknown)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 0
+
+
+def check_copy_size(name: str, shape, itemsize: int) -> None:
+    """Refuse, before allocating, a dense copy of ``name`` larger than physical memory."""
+    nbytes = int(np.prod(shape, dtype=np.float64)) * itemsize
+    limit = physical_memory()
+    if limit and nbytes > limit:
+        raise OperandTooLargeError(
+            f"{name} must fit in memory as a dense copy (its layout needs one), got shape "
+            f"{tuple(shape)} of {nbytes / 2**30:.1f} GiB with {limit / 2**30:.1f} GiB of "
+            "physical memory; pass a smaller or contiguous operand")
+
+
+def staged(op, name: str = "operand"):
     """(host array, strides in elements) of a host operand as it will live on the device."""
     arr = op.host_array()
     if arr.size == 0 or is_dense(arr):
         return arr, op.strides
+    check_copy_size(name, arr.shape, arr.itemsize)
     arr = np.ascontiguousarray(arr)
     return arr, tuple(s // arr.itemsize for s in arr.strides)
 

@@ -55,6 +55,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+import numpy as np
+
 from ..._internal.errors import InvalidOperandError, InvalidOptionError
 
 __all__ = [
@@ -300,7 +302,7 @@ def epilog_spec(value, name: str = "epilog") -> EpilogSpec:
     epilog = None
     if isinstance(value, str):
         epilog = _BY_NAME.get(value.strip().lower().removeprefix("cublaslt_epilogue_"))
-    elif isinstance(value, int) and not isinstance(value, bool):
+    elif isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         try:
             epilog = MatmulEpilog(int(value))
         except ValueError:

@@ -72,7 +72,7 @@ def build_run(mm):
     extras = p.c_broadcast or t["fp8"]
     amax = t["fp8"] and mm.options.result_amax
     blocking = mm.options.blocking is True and not staged_
-    squeezed = p.squeeze
+    squeezed = () if inplace else p.squeeze  # in place: the result is c itself
 
     def run(mm, stream=None, algorithm=None, tune=None):  # mm: an argument, not a cycle
         ops = mm._ops

@@ -40,6 +40,7 @@ from ._checks import (
     _scalar,
     _signature,
     alignment_error,
+    check_inplace_target,
     check_scales,
     scale_value,
 )
@@ -126,6 +127,8 @@ class Matmul(StatefulObject):
         self._conj = _conj_flags(qualifiers, ops)
         self._types = resolve_types(ops["a"].dtype, ops["b"].dtype,
                                     ops["c"].dtype if c is not None else None, self.options)
+        if self.options.inplace and c is not None:
+            check_inplace_target(ops["c"])
         if c is not None and beta is None:
             raise InvalidOperandError("beta must be given when c is given, got None")
         if c is None and beta is not None:
@@ -219,7 +222,7 @@ class Matmul(StatefulObject):
         """Keep the operands; host operands also get their staged (device-side) layout."""
         self._ops = ops
         self._signatures = {k: _signature(op) for k, op in ops.items()}
-        self._staged = {k: staged(op) for k, op in ops.items()} if self._host else None
+        self._staged = {k: staged(op, k) for k, op in ops.items()} if self._host else None
 
     def _analyze(self, forced):
         ops, st = self._ops, self._staged
@@ -265,6 +268,8 @@ class Matmul(StatefulObject):
                 if _signature(op) != sigs[name]:
                     raise InvalidOperandError(
                         f"{name} must match the planned operand {sigs[name]}, got {op!r}")
+                if name == "c" and self.options.inplace:
+                    check_inplace_target(op)
                 need = self._alignments.get(name)
                 if need is not None and alignment(op.ptr) < need:
                     raise alignment_error(name, alignment(op.ptr), need)
@@ -284,7 +289,7 @@ class Matmul(StatefulObject):
         if self._host:
             st = self._staged
             for k, op in new.items():
-                st[k] = staged(op)
+                st[k] = staged(op, k)
         if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
             self.alpha = alpha
         if beta is not None and (check or beta != self._beta):
@@ -482,7 +487,7 @@ class Matmul(StatefulObject):
             resolve_stream(stream, package=self._package)  # validates
         result, aux = self._execute_cpu()
         squeezed = self._problem.squeeze
-        if squeezed:
+        if squeezed and not self.options.inplace:  # in place: the result is c itself
             result = squeeze(result, squeezed)
         return (result, aux) if aux else result
 
@@ -506,9 +511,11 @@ class Matmul(StatefulObject):
         from ._cpu import execute_cpu
 
         p, t, ops = self._problem, self._types, self._ops
-        arrays = {k: staged(op)[0] for k, op in ops.items()}
+        arrays = {k: staged(op, k)[0] for k, op in ops.items()}
         res = self._new_result(0)
-        d_arr = res.host_array()
+        # in place: the problem was analyzed on c's staged (dense) layout; a non-dense c is
+        # computed in that copy and written back through the user's own view below
+        d_arr = arrays["c"] if self.options.inplace else res.host_array()
         count = p.batch_count
         a = host_view(arrays["a"] if not p.swap else arrays["b"], p.a, count)
         b = host_view(arrays["b"] if not p.swap else arrays["a"], p.b, count)
@@ -541,6 +548,8 @@ class Matmul(StatefulObject):
                             "d": t["d"]},
                     compute_type=t["compute"], conj_a=conj_a, conj_b=conj_b,
                     num_threads=self._space.num_threads)
+        if self.options.inplace and d_arr.ctypes.data != ops["c"].ptr:  # a staged copy
+            np.copyto(ops["c"].host_array(), d_arr)
         out = {user: arr.obj for user, arr in aux.values()}
         if self.options.result_amax:
             from ..._internal.dtypes import to_float32
