@@ -8,6 +8,8 @@ Skipped when numba-cuda, NVRTC, nvJitLink or libNVVM is not installed.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,51 @@ def test_shim_rejects_an_unexpected_signature():
     module = 'define i8* @"impl"(i8* %"a", i64 %"b")\n'
     assert _numba_callbacks._shim("epilog", "complex64", "sym", "impl", [module]) is None
     assert _numba_callbacks._shim("epilog", "complex64", "sym", "other", [module]) is None
+
+
+def _func_signature(ptx: str, symbol: str) -> list[str]:
+    """The PTX parameter (and return) declarations of ``.func symbol``, names stripped."""
+    start = ptx.index(".func")
+    head = ptx[start:ptx.index("{", start)]
+    assert symbol in head, head
+    decls = re.findall(r"\.param\s+[^,)]*", head)
+    return [re.sub(r"\s+\S*(param_\d+|retval0)(\[\d+\])?\s*$", r" \2", d).strip() for d in decls]
+
+
+def _nvrtc_ptx(src: str) -> str:
+    err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"decl.cu", 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    try:
+        opts = [b"-arch=compute_90", b"-rdc=true"]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            pytest.skip(f"NVRTC cannot compile here: {err}")
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetPTX(prog, buf)
+        return buf.decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _definition(kind: str, dtype: str) -> str:
+    """A definition with cuFFT's exact declaration (cufftXt.h's cufftJITCallback* types)."""
+    t = _CTYPE[dtype]
+    if kind == "epilog":
+        return (f"__device__ void cufftJITCallbackStore{_SUFFIX[dtype]}(void* p, "
+                f"unsigned long long o, {t} v, void* info, void* smem) {{ (({t}*)p)[o] = v; }}\n")
+    return (f"__device__ {t} cufftJITCallbackLoad{_SUFFIX[dtype]}(void* p, unsigned long long o, "
+            f"void* info, void* smem) {{ return (({t}*)p)[o]; }}\n")
+
+
+@pytest.mark.parametrize("kind,dtype", CASES)
+def test_callback_abi_matches_cuffts_declaration(inlinable, kind, dtype):
+    """Called out of line, the callback must take and return exactly what cuFFT passes: the
+    PTX parameters, with their alignment (double2 is 16-byte aligned), equal NVRTC's."""
+    from cuweave.fft._callbacks import _compile, default_symbol
+
+    fn = _filter_epilog if kind == "epilog" else _scale_prolog
+    ours = _compile(kind, fn, dtype, dtype, "90", output="ptx").decode()
+    want = _nvrtc_ptx(_definition(kind, dtype))
+    symbol = default_symbol(kind, dtype)
+    assert _func_signature(ours, symbol) == _func_signature(want, symbol)

@@ -214,6 +214,54 @@ def test_callbacks_real():
     assert rel_l2(to_numpy(z), want) < 1e-5
 
 
+_PRECISION = {"single": ("float32", "complex64"), "double": ("float64", "complex128")}
+
+
+def _weighted_load(data_in, offset, user_info, reserved):
+    return data_in[offset] * user_info[offset]
+
+
+def _weighted_store(data_out, offset, element, user_info, reserved):
+    data_out[offset] = element * user_info[offset]
+
+
+@pytest.mark.parametrize("norm", [None, "ortho"])  # ortho: the scale in the free slot, or folded
+@pytest.mark.parametrize("precision", sorted(_PRECISION))
+@pytest.mark.parametrize("fft_type", ["C2C", "R2C", "C2R"])
+@pytest.mark.parametrize("kind", ["prolog", "epilog", "both"])
+def test_callbacks_every_kind_precision_and_type(kind, fft_type, precision, norm):
+    """numba callbacks (weights by flat offset) in every slot, both precisions, every type."""
+    torch = pytest.importorskip("torch")
+    real, cplx = _PRECISION[precision]
+    if fft_type == "C2C":
+        h, fn, direction, out_shape = rng_array((6, 64), cplx), F.fft, "forward", (6, 64)
+    elif fft_type == "R2C":
+        h, fn, direction, out_shape = rng_array((6, 64), real), F.rfft, "forward", (6, 33)
+    else:  # a Hermitian-consistent input (DC and Nyquist real), kept so by real weights
+        h = np.fft.rfft(rng_array((6, 64), "float64"), axis=1).astype(cplx)
+        fn, direction, out_shape = F.irfft, "inverse", (6, 64)
+    in_dt, out_dt = str(h.dtype), {"C2C": cplx, "R2C": cplx, "C2R": real}[fft_type]
+    w_in = rng_array(h.shape, "float64", seed=9).astype(in_dt)
+    w_out = rng_array(out_shape, "float64", seed=11).astype(out_dt)
+    t_in, t_out = torch.from_numpy(w_in).cuda(), torch.from_numpy(w_out).cuda()
+    kw = {}
+    if kind in ("prolog", "both"):
+        kw["prolog"] = {"ltoir": F.compile_prolog(_weighted_load, in_dt, in_dt),
+                        "data": t_in.data_ptr()}
+    if kind in ("epilog", "both"):
+        kw["epilog"] = {"ltoir": F.compile_epilog(_weighted_store, out_dt, out_dt),
+                        "data": t_out.data_ptr()}
+    y = fn(torch.from_numpy(h).cuda(), axes=(1,), norm=norm, **kw)
+    assert tuple(y.shape) == out_shape and str(y.dtype) == f"torch.{out_dt}"
+    src = h.astype(np.complex128 if h.dtype.kind == "c" else np.float64)
+    if "prolog" in kw:
+        src = src * w_in
+    want = reference(src, fft_type, direction, (1,), norm=norm, out_last=64)
+    if "epilog" in kw:
+        want = want * w_out
+    assert rel_l2(to_numpy(y), want) < 4 * tol(cplx, 64)
+
+
 def _busy(torch, stream):
     """Queue a few ms of work on ``stream`` so that unordered reuse across streams would race."""
     with torch.cuda.stream(stream):

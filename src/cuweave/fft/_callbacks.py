@@ -119,7 +119,9 @@ def _signature(kind: str, element_dtype: str, user_info_dtype):
     return types.void(data, types.uint64, elem, info_p, types.voidptr)
 
 
-def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability) -> LTOIR:
+def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability,
+             output="ltoir") -> LTOIR:
+    """The callback as LTO-IR (``output="ptx"``: PTX text as bytes, to test its signature)."""
     cuda, _ = _numba()
     from ._numba_callbacks import compile_inlinable
 
@@ -127,10 +129,12 @@ def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability) -> LT
     cc = _cc_tuple(compute_capability)
     sig = _signature(kind, element_dtype, user_info_dtype)
     symbol = default_symbol(kind, element_dtype)
-    code = compile_inlinable(kind, fn, sig, element_dtype, symbol, cc)
+    code = compile_inlinable(kind, fn, sig, element_dtype, symbol, cc, output)
     if code is None:  # numba's own C ABI wrapper: correct, but called out of line
-        code, _ = cuda.compile(fn, sig, device=True, cc=cc, abi="c", output="ltoir",
+        code, _ = cuda.compile(fn, sig, device=True, cc=cc, abi="c", output=output,
                                abi_info={"abi_name": symbol})
+        if isinstance(code, str):
+            code = code.encode()
     out = LTOIR(code)
     out.source = (kind, fn, element_dtype, user_info_dtype, cc)
     return out

@@ -81,9 +81,10 @@ def global_pointer(dtype: str):
     return _pointer_class()(getattr(types, dtype), ITEMSIZE[dtype])
 
 
-def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc) -> bytes | None:
-    """LTO-IR of ``fn`` (numba signature ``sig``) behind a shim named ``symbol`` with cuFFT's
-    exact signature; None when numba-cuda's internals or libNVVM are unavailable."""
+def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc, output="ltoir") -> bytes | None:
+    """LTO-IR (``output="ptx"``: PTX, for tests) of ``fn`` (numba signature ``sig``) behind a
+    shim named ``symbol`` with cuFFT's exact signature; None when numba-cuda's internals or
+    libNVVM are unavailable."""
     try:
         from numba.cuda.compiler import _compile_pyfunc_with_fixup
     except ImportError:
@@ -101,7 +102,7 @@ def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc) -> bytes | None:
     shim = _shim(kind, element_dtype, symbol, name, modules)
     if shim is None:
         return None
-    return _nvvm_ltoir([shim] + modules, cc)
+    return _nvvm_compile([shim] + modules, cc, lto=output == "ltoir")
 
 
 def _define_line(modules, name):
@@ -183,12 +184,23 @@ def _shim(kind, element_dtype, symbol, name, modules) -> str | None:
     declare = f"declare {ret} @\"{name}\"({', '.join(params)})"
     header = [line for line in modules[0].splitlines()
               if line.startswith(("target triple", "target datalayout"))]
+    meta = ["!nvvmir.version = !{!0}", "!0 = !{i32 2, i32 0, i32 3, i32 2}"]
+    if complex_:
+        # cuFFT passes float2/double2 with their own alignment (double2: 16), the struct type
+        # alone gives its scalars' (8): a mismatched .param is what failed complex128 plans
+        fptr = "ptr" if opaque else (
+            f"void ({vp}, i64, {elem}, {vp}, {vp})*" if kind == "epilog"
+            else f"{elem} ({vp}, i64, {vp}, {vp})*")
+        # NVVM's "align" annotation: (parameter index << 16) | alignment; index 0 is the
+        # return value, 1 the first parameter (the element of a store is the third)
+        align = ((3 if kind == "epilog" else 0) << 16) | ITEMSIZE[element_dtype]
+        meta += ["!nvvm.annotations = !{!1}",
+                 f'!1 = !{{{fptr} @"{symbol}", !"align", i32 {align}}}']
     return "\n".join(header + [types_line + declare, f"define {sig} alwaysinline {{",
-                               *body, "}", "!nvvmir.version = !{!0}",
-                               "!0 = !{i32 2, i32 0, i32 3, i32 2}", ""])
+                               *body, "}", *meta, ""])
 
 
-def _nvvm_ltoir(modules: list[str], cc) -> bytes | None:
+def _nvvm_compile(modules: list[str], cc, lto: bool = True) -> bytes | None:
     try:
         from cuda.bindings import nvvm
     except ImportError:
@@ -202,7 +214,7 @@ def _nvvm_ltoir(modules: list[str], cc) -> bytes | None:
         for i, text in enumerate(modules):
             data = text.encode()
             nvvm.add_module_to_program(prog, data, len(data), f"m{i}")
-        opts = [f"-arch=compute_{cc[0]}{cc[1]}", "-gen-lto"]
+        opts = [f"-arch=compute_{cc[0]}{cc[1]}"] + (["-gen-lto"] if lto else [])
         try:
             nvvm.compile_program(prog, len(opts), opts)
         except Exception as e:
