@@ -39,7 +39,12 @@ from .arrays import (
     numpy_pointer,
 )
 from .dtypes import NUMPY_NATIVE, canonical_name, numpy_dtype
-from .errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from .errors import (
+    CuweaveError,
+    InvalidOperandError,
+    InvalidOptionError,
+    UnsupportedLayoutError,
+)
 from .memory import MemoryPointer
 from .streams import Stream
 
@@ -79,10 +84,18 @@ class Adapter:
             return Operand(x, "cuweave", x.ptr, x.shape, x.strides, x.dtype, "cuda",
                            x.device_id)
         cai = getattr(x, "__cuda_array_interface__", None)
-        if cai is not None:
-            return _wrap_cai(x, cai, name)
-        if hasattr(x, "__dlpack__"):
-            return _wrap_dlpack(x, name)
+        proto = ("__cuda_array_interface__" if cai is not None else
+                 "__dlpack__" if hasattr(x, "__dlpack__") else None)
+        if proto is not None:
+            try:
+                return _wrap_cai(x, cai, name) if cai is not None else _wrap_dlpack(x, name)
+            except CuweaveError:
+                raise
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError,
+                    OverflowError, BufferError) as e:  # a malformed export
+                raise InvalidOperandError(
+                    f"{name} must export a valid {proto}, got {type(x).__name__!r} whose "
+                    f"{proto} is malformed ({type(e).__name__}: {e})") from e
         if isinstance(x, np.generic | int | float | complex | list | tuple):
             raise InvalidOperandError(f"{name} must be {_EXPECTED}, got a "
                                       f"{type(x).__name__} (wrap it with numpy.asarray first)")
@@ -182,6 +195,9 @@ class NumpyAdapter(Adapter):
     name = "numpy"
 
     def wrap(self, x, name: str) -> Operand:
+        if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
+            raise InvalidOperandError(f"{name} must not be a masked array (its mask cannot be "
+                                      "honoured), got a numpy.ma.MaskedArray; pass x.filled()")
         return _wrap_numpy(x, name)
 
     def scale_(self, obj, scale, stream, device_id) -> None:
@@ -454,11 +470,16 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
     """
     cls = type(x)
-    if cls is np.ndarray:
-        return _wrap_numpy(x, name)
-    if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
-        return _wrap_torch(x, name)
-    return adapter_of(x).wrap(x, name)
+    try:
+        if cls is np.ndarray:
+            return _wrap_numpy(x, name)
+        if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
+            return _wrap_torch(x, name)
+        return adapter_of(x).wrap(x, name)
+    except InvalidOperandError as e:  # dtypes.canonical_name does not know the parameter
+        if str(e).startswith("dtype must"):
+            raise InvalidOperandError(f"{name} {e}") from None
+        raise
 
 
 def probe(x):
@@ -528,7 +549,11 @@ def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) ->
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         value = proto() if callable(proto) else proto
-        handle = value[1] if isinstance(value, tuple) else value
+        handle = value[1] if isinstance(value, tuple) and len(value) == 2 else value
+        if not isinstance(handle, int) or isinstance(handle, bool) or handle < 0:
+            raise InvalidOptionError(
+                "stream's __cuda_stream__ must return (version, handle) with a non-negative "
+                f"int handle, got {value!r}")
         return Stream(int(handle), stream)
     mod = type(stream).__module__.split(".", 1)[0]
     found = ADAPTERS[mod].stream_of(stream) if mod in ("torch", "cupy") else None

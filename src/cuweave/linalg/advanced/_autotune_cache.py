@@ -12,6 +12,7 @@ import json
 import os
 import threading
 
+from ..._internal.errors import InvalidOptionError
 from ._algorithm import Algorithm
 
 __all__ = ["enable_autotune_cache", "enabled", "lookup", "store"]
@@ -22,6 +23,8 @@ _state: dict = {"path": None}
 
 def enable_autotune_cache(path: str | os.PathLike | None) -> None:
     """Persist autotune winners in ``path`` (``None`` disables)."""
+    if path is not None and not isinstance(path, str | bytes | os.PathLike):
+        raise InvalidOptionError(f"path must be a str, os.PathLike or None, got {path!r}")
     _state["path"] = os.fspath(path) if path is not None else None
 
 

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._internal.errors import InvalidOperandError, InvalidOptionError
+from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ._algorithm import Algorithm
 from ._binding import alignment
 from ._options import matrix_qualifiers_dtype
 
-__all__ = ["alignment_error"]
+__all__ = ["alignment_error", "AlgorithmTypeError", "OperandPackageError",
+           "IncompleteResetError"]
+
+
+class AlgorithmTypeError(InvalidOptionError, TypeError):
+    """``algorithm``/``algorithms`` is not (a list of) :class:`Algorithm` objects."""
+
+
+class OperandPackageError(InvalidOperandError, TypeError):
+    """A reset operand comes from another array package than the planned one (nvmath raises
+    ``TypeError`` there)."""
+
+
+class IncompleteResetError(InvalidStateError, ValueError):
+    """``reset_operands()`` after ``release_operands()`` without every required operand (nvmath
+    raises ``ValueError`` there)."""
 
 
 def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
@@ -37,7 +52,13 @@ def _signature(op) -> tuple:
 def _scalar(value, default, name):
     if value is None:
         return default
-    if isinstance(value, int | float | complex | np.number) and not isinstance(value, bool):
+    if isinstance(value, int | float | complex | np.number) and \
+            not isinstance(value, bool | np.bool_):
+        try:
+            complex(value)
+        except OverflowError:
+            raise InvalidOperandError(f"{name} must be representable as a float64, got "
+                                      f"{value!r}") from None
         return value
     raise InvalidOperandError(f"{name} must be a real or complex scalar, got {value!r}")
 
@@ -78,7 +99,7 @@ def check_inplace_target(op) -> None:
 
 def _check_algorithm(value, name="algorithm"):
     if value is not None and not isinstance(value, Algorithm):
-        raise InvalidOptionError(
+        raise AlgorithmTypeError(
             f"{name} must be None or an Algorithm from Matmul.plan/algorithms, got {value!r}")
     return value
 

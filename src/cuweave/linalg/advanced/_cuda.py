@@ -294,7 +294,8 @@ class CudaEngine:
             raise CublasLtError(status, "cublasLtMatmul")
 
     def autotune(self, bind, iterations: int, prune, stream: int, log) -> list:
-        """Time each algorithm (L2 flushed before each run) and return them fastest first.
+        """Time each algorithm (L2 flushed before each run) and return them fastest first,
+        the fastest ``prune`` only when ``prune`` is given (nvmath's meaning).
 
         ``bind()`` returns ``(a, b, c, d)`` device pointers valid for repeated runs (alpha and
         beta are already in their buffers). Each algorithm runs once untimed (module loading),
@@ -307,7 +308,7 @@ class CudaEngine:
         flush_bytes = max(cuda.l2_cache_size(self.device_id), 1 << 20) * 2
         flush = allocate(flush_bytes, package=None, device_id=self.device_id, stream=stream)
         drv = cuda.driver()
-        algos = list(self.algorithms if not prune else self.algorithms[:prune])
+        algos = list(self.algorithms)  # every one is timed; ``prune`` keeps the fastest N
         timings = []
         for alg in algos:
             self.run(a, b, c, d, alg, stream)
@@ -327,7 +328,7 @@ class CudaEngine:
             log.info("autotune: %s", ", ".join(f"id {alg.algorithm_id}: {t * 1e3:.1f} us"
                                                for t, alg in timings))
         ordered = [alg for _, alg in timings]
-        self.algorithms = ordered + [x for x in self.algorithms if x not in ordered]
+        self.algorithms = ordered[:prune] if prune is not None else ordered
         self._build_args(self.algorithms[0])
         return self.algorithms
 

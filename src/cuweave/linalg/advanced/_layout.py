@@ -393,9 +393,16 @@ def host_view(arr: np.ndarray, lt: LtOperand, count: int) -> np.ndarray:
     The view is the logical ``op(S)`` without conjugation (the caller passes ``conj``).
     """
     item = arr.itemsize
+    dtype = arr.dtype
+    if type(dtype).__module__ != "numpy.dtypes" or dtype.kind == "V":
+        # ml_dtypes (bfloat16, fp8) have array-interface type strings NumPy cannot parse
+        # ("<f1"): stride over raw unsigned ints of the same size and view back
+        arr = arr.view(np.dtype(f"u{item}"))
     base = np.lib.stride_tricks.as_strided(
         arr, shape=(count, lt.cols, lt.rows),
         strides=(lt.batch_stride * item, lt.ld * item, item))  # S^T (C-order view of storage)
+    if base.dtype != dtype:
+        base = base.view(dtype)
     if lt.op == Operation.N:
         return base.transpose(0, 2, 1)
     return base

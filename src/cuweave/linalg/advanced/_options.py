@@ -200,8 +200,9 @@ class MatmulPlanPreferences:
         if not isinstance(m, int) or isinstance(m, bool) or not 0 <= m <= ReductionScheme.MASK:
             raise InvalidOptionError(f"reduction_scheme_mask must be an int in [0, 7], got {m!r}")
         w = self.max_waves_count
-        if not isinstance(w, int | float) or isinstance(w, bool) or w < 0:
-            raise InvalidOptionError(f"max_waves_count must be a non-negative number, got {w!r}")
+        if not isinstance(w, int | float) or isinstance(w, bool) or not 0 <= w < float("inf"):
+            raise InvalidOptionError(
+                f"max_waves_count must be a finite non-negative number, got {w!r}")
         mask = self.numerical_impl_mask
         if not isinstance(mask, int) or isinstance(mask, bool) or not 0 <= mask < 1 << 64:
             raise InvalidOptionError(f"numerical_impl_mask must be a 64-bit mask, got {mask!r}")

@@ -34,6 +34,9 @@ from ._binding import (
     staged,
 )
 from ._checks import (
+    AlgorithmTypeError,
+    IncompleteResetError,
+    OperandPackageError,
     _check_algorithm,
     _check_lt_layout,
     _conj_flags,
@@ -136,8 +139,9 @@ class Matmul(StatefulObject):
         self._engine = None
         self._alpha = _scalar(alpha, 1.0, "alpha")
         self._beta = _scalar(beta, 0.0, "beta")
-        if self._types["a"].startswith("float") and (isinstance(self._alpha, complex) or
-                                                    isinstance(self._beta, complex)):
+        if not self._types["a"].startswith("complex") and (
+                isinstance(self._alpha, complex | np.complexfloating) or
+                isinstance(self._beta, complex | np.complexfloating)):
             raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
                                       f"{self.alpha!r}, {self.beta!r}")
         self._scales = coerce_options(quantization_scales, MatmulQuantizationScales,
@@ -265,6 +269,10 @@ class Matmul(StatefulObject):
                 if name not in sigs:
                     raise InvalidOperandError(f"{name} must not be given: the Matmul was "
                                               "created without it")
+                if op.package != sigs[name][3]:
+                    raise OperandPackageError(
+                        f"{name} must come from the planned operand's package "
+                        f"({sigs[name][3]}), got a {op.package} operand")
                 if _signature(op) != sigs[name]:
                     raise InvalidOperandError(
                         f"{name} must match the planned operand {sigs[name]}, got {op!r}")
@@ -275,13 +283,13 @@ class Matmul(StatefulObject):
                     raise alignment_error(name, alignment(op.ptr), need)
         if ops is None:
             if len(new) != len(sigs):
-                raise InvalidStateError("reset_operands() after release_operands() needs "
-                                        f"{', '.join(sigs)}")
+                raise IncompleteResetError("reset_operands() after release_operands() needs "
+                                           f"{', '.join(sigs)}")
             missing = [k for k in self._binding.missing_inputs() if k not in (inputs or {})] \
                 if self._binding is not None else []
             if missing:
-                raise InvalidStateError("reset_operands() after release_operands() needs "
-                                        f"epilog_inputs {missing}")
+                raise IncompleteResetError("reset_operands() after release_operands() needs "
+                                           f"epilog_inputs {missing}")
             ops = new
         else:
             ops.update(new)
@@ -327,10 +335,15 @@ class Matmul(StatefulObject):
         t0 = time.perf_counter()
         if algorithms is not None:
             if isinstance(algorithms, Algorithm) or not isinstance(algorithms, list | tuple):
-                raise InvalidOptionError(
+                raise AlgorithmTypeError(
                     f"algorithms must be None or a list of Algorithm objects, got {algorithms!r}")
-            for alg in algorithms:
-                _check_algorithm(alg, "algorithms[i]")
+            if not algorithms:
+                raise InvalidOptionError("algorithms must be None or a non-empty list of Algorithm "
+                                         f"objects, got {algorithms!r}")
+            for i, alg in enumerate(algorithms):
+                if not isinstance(alg, Algorithm):
+                    raise AlgorithmTypeError(f"algorithms[{i}] must be an Algorithm from "
+                                             f"Matmul.plan/algorithms, got {alg!r}")
         if stream is not None:
             self._set_stream(stream)
         prefs = self._prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
@@ -430,10 +443,14 @@ class Matmul(StatefulObject):
     # ---------------------------------------------------------------- autotune
     def autotune(self, iterations: int = 10, prune=None, release_workspace: bool = False,
                  stream=None):
-        """Time every planned algorithm and reorder :attr:`algorithms` fastest first."""
+        """Time every planned algorithm and reorder :attr:`algorithms` fastest first; with
+        ``prune=N`` only the fastest ``N`` are kept."""
         self._require_planned("autotune")
         if not isinstance(iterations, int) or iterations < 1:
             raise InvalidOptionError(f"iterations must be a positive int, got {iterations!r}")
+        if prune is not None and (not isinstance(prune, int) or isinstance(prune, bool) or
+                                  prune < 1):
+            raise InvalidOptionError(f"prune must be None or a positive int, got {prune!r}")
         if self._on_cpu:
             self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
             return list(self._algorithms)
@@ -478,6 +495,10 @@ class Matmul(StatefulObject):
                                     "reset_operands() first")
         if algorithm is not None:
             _check_algorithm(algorithm)
+            if algorithm not in self._algorithms:
+                raise InvalidOptionError(
+                    f"algorithm must be one of the planned algorithms (Matmul.algorithms), got "
+                    f"{algorithm!r}")
         if not self._on_cpu:
             out = self._run(self, self._resolve_stream(stream), algorithm)
             if release_workspace:

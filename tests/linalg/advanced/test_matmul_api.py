@@ -1,0 +1,263 @@
+"""nvmath-compatible API behaviour of matmul: exception types (cuweave's typed classes that are
+also the builtin nvmath raises), autotune pruning, scalars and raw-error regressions.
+
+GPU-side logic runs under the recording fakes of tests/fakes/cublaslt.py (``gpu`` fixture)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuweave._bindings import cublaslt as lt
+from cuweave._internal import cuda
+from cuweave._internal.errors import (
+    CuweaveError,
+    InvalidOperandError,
+    InvalidOptionError,
+    InvalidStateError,
+)
+from cuweave.linalg.advanced import Matmul, enable_autotune_cache, matmul
+
+CPU = {"execution": "cpu"}
+
+
+def rand(rng, shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# ---- exception types ---------------------------------------------------------------------
+def test_partial_reset_after_release_is_a_value_error():
+    rng = np.random.default_rng(21)
+    a, b = rand(rng, (4, 3)), rand(rng, (3, 5))
+    with Matmul(a, b, **CPU) as mm:
+        mm.plan()
+        mm.release_operands()
+        with pytest.raises(ValueError, match=r"needs a, b") as e:
+            mm.reset_operands(a=a)
+        assert isinstance(e.value, InvalidStateError)
+        mm.reset_operands(a=a, b=b)
+        np.testing.assert_allclose(mm.execute(), a @ b, rtol=1e-5, atol=1e-6)
+
+
+def test_package_mismatch_on_reset_is_a_type_error():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(22)
+    a, b = rand(rng, (4, 3)), rand(rng, (3, 5))
+    with Matmul(a, b, **CPU) as mm:
+        mm.plan()
+        with pytest.raises(TypeError, match=r"^a must come from the planned operand's package "
+                                            r"\(numpy\), got a torch operand") as e:
+            mm.reset_operands(a=torch.from_numpy(a))
+        assert isinstance(e.value, InvalidOperandError)
+
+
+@pytest.mark.parametrize("algorithms", [[0], (None,), "x"])
+def test_plan_algorithms_of_wrong_type_are_type_errors(algorithms):
+    rng = np.random.default_rng(23)
+    with Matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), **CPU) as mm:
+        with pytest.raises(TypeError, match=r"^algorithms") as e:
+            mm.plan(algorithms=algorithms)
+        assert isinstance(e.value, InvalidOptionError)
+
+
+def test_plan_empty_algorithms_refused():
+    rng = np.random.default_rng(24)
+    with Matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), **CPU) as mm:
+        with pytest.raises(InvalidOptionError, match=r"non-empty list"):
+            mm.plan(algorithms=[])
+
+
+def test_execute_unplanned_algorithm_is_a_value_error(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    mm = Matmul(a, b)
+    mm.plan()
+    other = lt.HeuristicResult()
+    other.algo.data[0] = 77
+    from cuweave.linalg.advanced import Algorithm
+
+    with pytest.raises(ValueError, match=r"^algorithm must be one of the planned"):
+        mm.execute(algorithm=Algorithm.from_heuristic(other))
+    with pytest.raises(TypeError, match=r"^algorithm must be"):
+        mm.execute(algorithm=0)
+    calls = len(gpu.matmul_calls)
+    mm.execute(algorithm=mm.algorithms[0])
+    assert len(gpu.matmul_calls) == calls + 1
+    mm.free()
+
+
+# ---- autotune(prune=N) ---------------------------------------------------------------------
+def _four_algorithms(gpu, monkeypatch):
+    def heuristic(*a, **k):
+        out = []
+        for i in range(4):
+            r = lt.HeuristicResult()
+            r.algo.data[0] = i + 1
+            r.workspaceSize = 1024
+            out.append(r)
+        return out
+
+    monkeypatch.setattr(lt, "algo_get_heuristic", heuristic)
+    # the i-th timed algorithm (in plan order) takes 4 - i ms: the last planned is the fastest
+    state = {"alg": None}
+    gpu.on_matmul = lambda args: None
+    durations = {1: 4.0, 2: 3.0, 3: 2.0, 4: 1.0}
+
+    def elapsed(self, end):
+        return durations[state["alg"]]
+
+    monkeypatch.setattr(gpu.Event, "elapsed_ms", elapsed, raising=False)
+    real_run = None
+
+    def run(self, a, b, c, d, alg, stream):
+        state["alg"] = alg.algorithm_id if alg is not None else self.algorithms[0].algorithm_id
+        return real_run(self, a, b, c, d, alg, stream)
+
+    from cuweave.linalg.advanced import _cuda
+
+    real_run = _cuda.CudaEngine.run
+    monkeypatch.setattr(_cuda.CudaEngine, "run", run)
+    monkeypatch.setattr(cuda, "l2_cache_size", lambda dev: 1 << 20, raising=False)
+    drv = cuda.driver()
+    drv.cuMemsetD8Async = lambda *a: (0,)
+    monkeypatch.setattr(cuda, "check", lambda res, name=None: res, raising=False)
+
+
+@pytest.mark.parametrize("prune, kept", [(None, [4, 3, 2, 1]), (2, [4, 3]), (1, [4]),
+                                         (9, [4, 3, 2, 1])])
+def test_autotune_prune_keeps_the_fastest_n(gpu, monkeypatch, prune, kept):
+    _four_algorithms(gpu, monkeypatch)
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    assert [x.algorithm_id for x in mm.plan()] == [1, 2, 3, 4]
+    got = mm.autotune(iterations=2, prune=prune)
+    assert [x.algorithm_id for x in got] == kept
+    assert [x.algorithm_id for x in mm.algorithms] == kept
+    mm.free()
+
+
+@pytest.mark.parametrize("prune", [0, -1, 1.5, True, "2"])
+def test_autotune_bad_prune(gpu, prune):
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    with pytest.raises(InvalidOptionError, match=r"^prune must be"):
+        mm.autotune(prune=prune)
+    mm.free()
+
+
+# ---- scalars and raw-error regressions ------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+def test_complex_scalars_refused_for_real_operands(dtype, name):
+    from cuweave._internal.dtypes import numpy_dtype
+
+    rng = np.random.default_rng(25)
+    a = rand(rng, (4, 3)).astype(numpy_dtype(dtype))
+    b = rand(rng, (3, 5)).astype(numpy_dtype(dtype))
+    c = rand(rng, (4, 5)).astype(numpy_dtype(dtype))
+    kw = {"alpha": 1.0, "beta": 1.0, name: 1j}
+    with pytest.raises(InvalidOperandError, match=r"must be real for real operands"):
+        matmul(a, b, c, **kw, **CPU)
+    kw[name] = np.complex64(1)
+    with pytest.raises(InvalidOperandError, match=r"must be real for real operands"):
+        matmul(a, b, c, **kw, **CPU)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400)])
+def test_unrepresentable_scalar(value):
+    rng = np.random.default_rng(26)
+    with pytest.raises(InvalidOperandError, match=r"^alpha must be representable as a float64"):
+        matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), alpha=value, **CPU)
+
+
+@pytest.mark.parametrize("value", [np.True_, True, "1", [1.0]])
+def test_non_scalar_alpha(value):
+    rng = np.random.default_rng(27)
+    with pytest.raises(InvalidOperandError, match=r"^alpha must be a real or complex scalar"):
+        matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), alpha=value, **CPU)
+
+
+def test_autotune_cache_path_type():
+    with pytest.raises(InvalidOptionError, match=r"^path must be"):
+        enable_autotune_cache(5)
+
+
+@pytest.mark.parametrize("w", [float("nan"), float("inf"), -1.0])
+def test_max_waves_count(w):
+    rng = np.random.default_rng(28)
+    with pytest.raises(InvalidOptionError, match=r"^max_waves_count must be"):
+        matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), preferences={"max_waves_count": w}, **CPU)
+
+
+def test_masked_array_refused():
+    rng = np.random.default_rng(29)
+    a = np.ma.masked_array(rand(rng, (4, 3)), mask=np.eye(4, 3, dtype=bool))
+    with pytest.raises(InvalidOperandError, match=r"^a must not be a masked array"):
+        matmul(a, rand(rng, (3, 5)), **CPU)
+
+
+class _BadCAI:
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+class _BadDLPack:
+    def __dlpack__(self, stream=None, max_version=None):
+        return object()
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+@pytest.mark.parametrize("x, proto", [
+    (_BadCAI({"shape": (4, 3)}), "__cuda_array_interface__"),
+    (_BadCAI({"shape": (4, 3), "typestr": "<zz", "data": (0, False), "version": 3}),
+     "__cuda_array_interface__"),
+    (_BadDLPack(), "__dlpack__"),
+])
+def test_malformed_exports_are_typed_errors(x, proto):
+    rng = np.random.default_rng(30)
+    with pytest.raises(CuweaveError, match=r"^a ") as e:
+        matmul(x, rand(rng, (3, 5)))
+    assert isinstance(e.value, ValueError | TypeError)
+
+
+@pytest.mark.parametrize("junk", ["junk", (3,), (0, "x"), (0, -5), None])
+def test_cuda_stream_protocol_returning_junk(junk):
+    class S:
+        def __cuda_stream__(self):
+            return junk
+
+    rng = np.random.default_rng(31)
+    with pytest.raises(InvalidOptionError, match=r"__cuda_stream__"):
+        matmul(rand(rng, (4, 3)), rand(rng, (3, 5)), stream=S(), **CPU)
+
+
+@pytest.mark.parametrize("dt", [object, np.longdouble, "U3", np.uint64])
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_dtype_errors_name_the_operand(dt, which):
+    rng = np.random.default_rng(32)
+    ops = {"a": rand(rng, (4, 3)), "b": rand(rng, (3, 5))}
+    ops[which] = ops[which].astype(dt)
+    with pytest.raises(InvalidOperandError, match=rf"^{which} dtype must be"):
+        matmul(ops["a"], ops["b"], **CPU)
+
+
+@pytest.mark.parametrize("da, db", [("float8_e5m2", "float8_e5m2"),
+                                    ("float8_e4m3fn", "float8_e5m2"),
+                                    ("float8_e5m2", "float8_e4m3fn")])
+def test_fp8_e5m2_operands_on_the_cpu(da, db):
+    from cuweave._internal.dtypes import numpy_dtype, to_float32
+
+    rng = np.random.default_rng(33)
+    a = rand(rng, (8, 16)).astype(numpy_dtype(da))
+    b = np.asfortranarray(rand(rng, (16, 4))).astype(numpy_dtype(db))
+    got = matmul(a, b, alpha=0.5, **CPU)
+    assert got.shape == (8, 4)
+    want = 0.5 * (to_float32(a, da).astype(np.float64) @ to_float32(b, db))
+    err = np.abs(to_float32(np.asarray(got), _name(got)) - want)
+    assert np.all(err <= 0.13 * np.abs(want) + 1e-2)
+
+
+def _name(x):
+    from cuweave._internal.dtypes import canonical_name
+
+    return canonical_name(x.dtype)
