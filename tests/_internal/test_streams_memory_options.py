@@ -1,4 +1,5 @@
-"""Stream resolution, allocator protocol, memory_limit parsing, options and execution."""
+"""Stream resolution, memory_limit parsing, options and execution (the allocator protocol:
+tests/test_memory.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from cuweave._internal.options import (
     coerce_options,
     resolve_execution,
 )
-from cuweave._internal.packages import allocate, resolve_stream
+from cuweave._internal.packages import resolve_stream
 from cuweave._internal.streams import Stream
 
 
@@ -61,42 +62,6 @@ def test_memory_limit_bad(value):
 def test_memory_limit_percentage_needs_total():
     with pytest.raises(InvalidOptionError, match="device memory size"):
         memory.parse_memory_limit("50%")
-
-
-class SyncAlloc(memory.BaseCUDAMemoryManager):
-    def __init__(self):
-        self.freed = []
-
-    def memalloc(self, size):
-        return memory.MemoryPointer(0x1000 + size, size, lambda: self.freed.append(size))
-
-
-class AsyncAlloc(memory.BaseCUDAMemoryManagerAsync):
-    def __init__(self):
-        self.calls = []
-
-    def memalloc_async(self, size, stream):
-        self.calls.append((size, stream))
-        return memory.MemoryPointer(0x2000, size, None)
-
-
-def test_allocator_protocol_used_and_freed_once():
-    a = SyncAlloc()
-    p = allocate(100, package="numpy", device_id=0, stream=7, allocator=a)
-    assert (p.device_ptr, p.size) == (0x1000 + 100, 100)
-    p.free()
-    p.free()
-    assert a.freed == [100]
-    b = AsyncAlloc()
-    allocate(64, package=None, device_id=0, stream=7, allocator=b)
-    assert b.calls == [(64, 7)]
-
-
-def test_allocator_abstract_and_bad():
-    with pytest.raises(TypeError):
-        memory.BaseCUDAMemoryManager()
-    with pytest.raises(InvalidOptionError, match="allocator must implement"):
-        allocate(8, package=None, device_id=0, stream=0, allocator=object())
 
 
 def test_coerce_options_and_enums():

@@ -1,11 +1,13 @@
-"""The allocator protocol (:class:`MemoryPointer`, the memory manager base classes) and memory
-limits. Allocation itself (``options.allocator`` → the package's pool → cuda.core) is
-:func:`cuweave._internal.packages.allocate`.
+"""The allocator protocol (:class:`MemoryPointer`, the memory manager base classes), device
+allocation in its one order (:func:`allocate`: ``options.allocator`` → the operands' package
+pool → cuda.core) and memory limits. The public names live in :mod:`cuweave.memory`.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import sys
 from abc import ABC, abstractmethod
 
 from .errors import InvalidOptionError
@@ -14,12 +16,17 @@ __all__ = [
     "MemoryPointer",
     "BaseCUDAMemoryManager",
     "BaseCUDAMemoryManagerAsync",
+    "allocate",
+    "check_allocator",
     "parse_memory_limit",
 ]
 
 
 class MemoryPointer:
-    """Device memory ``size`` bytes at ``device_ptr``; ``finalizer()`` (if any) frees it once.
+    """Device memory ``size`` bytes at ``device_ptr``, freed once by :meth:`free`.
+
+    What an allocator (:class:`BaseCUDAMemoryManager`, :class:`BaseCUDAMemoryManagerAsync`)
+    returns; nvmath-python's ``nvmath.memory.MemoryPointer``.
 
     Parameters
     ----------
@@ -28,26 +35,35 @@ class MemoryPointer:
     size : int
         Size in bytes.
     finalizer : callable or None
-        Called with no arguments by :meth:`free` (and at garbage collection).
+        Called with no arguments by :meth:`free` (or at garbage collection when never freed).
 
     Examples
     --------
     >>> freed = []
     >>> p = MemoryPointer(0x1000, 256, finalizer=lambda: freed.append(True))
-    >>> p.free(); p.free()
+    >>> p.free()
     >>> freed
     [True]
+    >>> p.free()
+    Traceback (most recent call last):
+    ...
+    RuntimeError: The buffer at 0x1000 has already been freed.
     """
 
-    __slots__ = ("device_ptr", "size", "_finalizer", "_owner")
+    __slots__ = ("device_ptr", "size", "_finalizer", "_owner", "_freed")
 
     def __init__(self, device_ptr: int, size: int, finalizer=None):
         self.device_ptr = int(device_ptr)
         self.size = int(size)
         self._finalizer = finalizer
-        self._owner = None
+        self._owner = None  # an object keeping the memory alive (a wrapped user allocation)
+        self._freed = False
 
     def free(self) -> None:
+        """Free the memory (call the finalizer); a second call raises ``RuntimeError``."""
+        if self._freed:
+            raise RuntimeError(f"The buffer at 0x{self.device_ptr:x} has already been freed.")
+        self._freed = True
         fin, self._finalizer = self._finalizer, None
         self._owner = None
         if fin is not None:
@@ -55,7 +71,8 @@ class MemoryPointer:
 
     def __del__(self):
         try:
-            self.free()
+            if not self._freed:
+                self.free()
         except Exception:
             pass
 
@@ -64,22 +81,132 @@ class MemoryPointer:
 
 
 class BaseCUDAMemoryManager(ABC):
-    """Synchronous allocator protocol: ``memalloc(size) -> MemoryPointer``."""
+    """Synchronous allocator protocol: ``memalloc(size)``, as nvmath-python's.
+
+    Subclass it and pass an instance as the ``allocator`` option of :mod:`cuweave.fft` and
+    :mod:`cuweave.linalg.advanced`. ``memalloc`` allocates ``size`` bytes synchronously (or on
+    the current stream) and returns an object owning the memory, with the address as
+    ``device_ptr``, ``device_pointer`` or ``ptr`` (a :class:`MemoryPointer`, a
+    ``cupy.cuda.MemoryPointer``, a numba one...): cuweave keeps it alive while it uses the
+    memory and calls its ``free()`` (when it has one) or drops it to release it.
+
+    Parameters
+    ----------
+    device_id : int
+        The device the memory is allocated on.
+    logger : logging.Logger, optional
+
+    Examples
+    --------
+    >>> class Pool(BaseCUDAMemoryManager):
+    ...     def memalloc(self, size):
+    ...         return MemoryPointer(0x1000, size)  # a real one allocates device memory
+    >>> Pool(0, None).memalloc(64)
+    MemoryPointer(device_ptr=0x1000, size=64)
+    """
+
+    def __init__(self, device_id: int = 0, logger: logging.Logger | None = None):
+        self.device_id = device_id
+        self.logger = logger if logger is not None else logging.getLogger("cuweave.memory")
 
     @abstractmethod
-    def memalloc(self, size: int) -> MemoryPointer:
+    def memalloc(self, size: int):
         raise NotImplementedError
 
 
 class BaseCUDAMemoryManagerAsync(ABC):
-    """Stream-ordered allocator protocol: ``memalloc_async(size, stream) -> MemoryPointer``.
+    """Stream-ordered allocator protocol: ``memalloc_async(size, stream)``, as nvmath-python's.
 
-    ``stream`` is the resolved stream handle (an ``int``).
+    ``stream`` is a ``cuda.core`` ``Stream`` (its ``handle`` is the ``CUstream``); the memory
+    must be usable in stream order on it. The returned object follows
+    :class:`BaseCUDAMemoryManager`'s rules.
+
+    Parameters
+    ----------
+    device_id : int
+        The device the memory is allocated on.
+    logger : logging.Logger, optional
+
+    Examples
+    --------
+    >>> class Pool(BaseCUDAMemoryManagerAsync):
+    ...     def memalloc_async(self, size, stream):
+    ...         return MemoryPointer(0x2000, size)  # a real one allocates on ``stream``
+    >>> Pool(0, None).memalloc_async(64, None).size
+    64
     """
 
+    def __init__(self, device_id: int = 0, logger: logging.Logger | None = None):
+        self.device_id = device_id
+        self.logger = logger if logger is not None else logging.getLogger("cuweave.memory")
+
     @abstractmethod
-    def memalloc_async(self, size: int, stream) -> MemoryPointer:
+    def memalloc_async(self, size: int, stream):
         raise NotImplementedError
+
+
+def check_allocator(allocator, name: str = "allocator"):
+    """``allocator`` if it is ``None`` or has ``memalloc``/``memalloc_async``, else raise."""
+    if allocator is None or callable(getattr(allocator, "memalloc_async", None)) or \
+            callable(getattr(allocator, "memalloc", None)):
+        return allocator
+    raise InvalidOptionError(
+        f"{name} must be a BaseCUDAMemoryManager or BaseCUDAMemoryManagerAsync (an object with "
+        f"memalloc(size) or memalloc_async(size, stream)), got {allocator!r}")
+
+
+def _core_stream(handle: int, device_id: int):
+    """The ``cuda.core`` Stream for ``handle`` on ``device_id`` (0: the default stream)."""
+    from . import cuda
+
+    dev = cuda.core_device(device_id)
+    if not handle:
+        return dev.default_stream
+    from cuda.core import Stream as CoreStream
+
+    return CoreStream.from_handle(int(handle))
+
+
+def _adopt(obj, nbytes: int, allocator) -> MemoryPointer:
+    """A user allocator's result as a :class:`MemoryPointer` (its ``free()`` frees ``obj``
+    once: through ``obj.free()`` when it has one, else by dropping the reference)."""
+    if isinstance(obj, MemoryPointer):
+        return obj
+    for attr in ("device_ptr", "device_pointer", "ptr"):
+        ptr = getattr(obj, attr, None)
+        if isinstance(ptr, int) and not isinstance(ptr, bool):
+            break
+    else:
+        raise InvalidOptionError(
+            f"allocator {allocator!r} must return an object with an int device_ptr, "
+            f"device_pointer or ptr attribute, got {obj!r}")
+    fin = getattr(obj, "free", None)
+    mem = MemoryPointer(ptr, getattr(obj, "size", nbytes) or nbytes,
+                        fin if callable(fin) else None)
+    mem._owner = obj
+    return mem
+
+
+def allocate(nbytes: int, *, package: str | None, device_id: int, stream: int,
+             allocator=None) -> MemoryPointer:
+    """``nbytes`` of device memory ordered on ``stream`` (a handle), from, in this order:
+    ``allocator`` (the options' own: ``memalloc_async(size, cuda.core Stream)``, else
+    ``memalloc(size)``), the pool of ``package`` (when the user has imported it), or the
+    device's cuda.core memory resource."""
+    nbytes = max(int(nbytes), 1)
+    if allocator is not None:
+        check_allocator(allocator)
+        if callable(getattr(allocator, "memalloc_async", None)):
+            obj = allocator.memalloc_async(nbytes, _core_stream(stream, device_id))
+        else:
+            obj = allocator.memalloc(nbytes)
+        return _adopt(obj, nbytes, allocator)
+    from .packages import GENERIC, adapter
+
+    ad = adapter(package)
+    if ad.name not in sys.modules:
+        ad = GENERIC
+    return ad.allocate_bytes(nbytes, device_id, stream)
 
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

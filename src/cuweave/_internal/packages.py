@@ -45,7 +45,7 @@ from .errors import (
     InvalidOptionError,
     UnsupportedLayoutError,
 )
-from .memory import MemoryPointer
+from .memory import MemoryPointer, allocate  # noqa: F401 - allocate: re-exported
 from .streams import Stream
 
 __all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "empty",
@@ -507,27 +507,6 @@ def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream:
     dev = ref.device_id if device_id is None else device_id
     return adapter(ref.package).empty(shape, dtype, perm, device_id=dev, stream=stream,
                                       allocator=allocator)
-
-
-def allocate(nbytes: int, *, package: str | None, device_id: int, stream: int,
-             allocator=None) -> MemoryPointer:
-    """Allocate ``nbytes`` of device memory ordered on ``stream``: ``allocator`` (the
-    options' own), else the pool of ``package`` (when the user has imported it), else the
-    device's cuda.core memory resource."""
-    nbytes = max(int(nbytes), 1)
-    if allocator is not None:
-        if hasattr(allocator, "memalloc_async"):
-            return allocator.memalloc_async(nbytes, stream)
-        if hasattr(allocator, "memalloc"):
-            return allocator.memalloc(nbytes)
-        raise InvalidOptionError(
-            "allocator must implement memalloc(size) or memalloc_async(size, stream), "
-            f"got {allocator!r}"
-        )
-    ad = adapter(package)
-    if ad.name not in sys.modules:
-        ad = GENERIC
-    return ad.allocate_bytes(nbytes, device_id, stream)
 
 
 def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) -> Stream:

@@ -17,7 +17,7 @@ from ..._bindings.cublaslt import NumericalImplFlags, ReductionScheme
 from ..._bindings.library_types import ComputeType, CudaDataType
 from ..._internal.dtypes import canonical_name
 from ..._internal.errors import InvalidOperandError, InvalidOptionError
-from ..._internal.memory import parse_memory_limit
+from ..._internal.memory import check_allocator, parse_memory_limit
 from ..._internal.options import check_enum, coerce_options
 
 __all__ = [
@@ -112,8 +112,9 @@ class MatmulOptions:
         Workspace bound: bytes, ``"1GiB"`` or a percentage of device memory (``"80%"``).
     blocking : True or "auto"
         ``"auto"``: device operands return without synchronizing; host operands always block.
-    allocator : object or None
-        A :class:`~cuweave.BaseCUDAMemoryManager` (``memalloc``) or the async variant.
+    allocator : BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync or None
+        Where workspaces come from (:mod:`cuweave.memory`; default: the operands' package
+        pool, else cuda.core). Results come from the operands' package.
     """
 
     inplace: bool = False
@@ -157,6 +158,7 @@ class MatmulOptions:
         if self.blocking not in _BLOCKING or isinstance(self.blocking, int) and \
                 self.blocking is not True:
             raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
+        check_allocator(self.allocator)
 
 
 @dataclass

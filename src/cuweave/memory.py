@@ -1,0 +1,25 @@
+"""Device memory allocators for cuweave (nvmath-python's ``nvmath.memory``).
+
+Pass an instance of a :class:`BaseCUDAMemoryManager` or :class:`BaseCUDAMemoryManagerAsync`
+subclass as the ``allocator`` option of :mod:`cuweave.fft` and :mod:`cuweave.linalg.advanced`
+to take results' and workspaces' memory from your own pool. Without one, memory comes from the
+operands' package pool (torch, CuPy), else from a ``cuda.core`` memory resource.
+
+Examples
+--------
+A stream-ordered allocator over CuPy's pool (any object exposing ``device_ptr``,
+``device_pointer`` or ``ptr`` may be returned; cuweave keeps it alive while it uses the memory):
+
+>>> from cuweave.memory import BaseCUDAMemoryManagerAsync, MemoryPointer
+>>> class CupyAllocator(BaseCUDAMemoryManagerAsync):
+...     def memalloc_async(self, size, stream):
+...         import cupy
+...         with cupy.cuda.ExternalStream(int(stream.handle)):
+...             return cupy.cuda.alloc(size)      # a cupy.cuda.MemoryPointer (has .ptr)
+>>> allocator = CupyAllocator(0, None)
+>>> options = {"allocator": allocator}            # matmul(a, b, options=options), fft(...)
+"""
+
+from ._internal.memory import BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync, MemoryPointer
+
+__all__ = ["BaseCUDAMemoryManager", "BaseCUDAMemoryManagerAsync", "MemoryPointer"]
