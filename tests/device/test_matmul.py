@@ -317,7 +317,8 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
     from numba import cuda
     from numba.cuda import types
 
-    from cuweave.device._blas_numba import (
+    from cuweave.device.matmul import (
+        Matmul,
         axpby,
         clear,
         copy,
@@ -325,7 +326,6 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
         copy_wait,
         make_tensor,
     )
-    from cuweave.device.matmul import Matmul
 
     mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
                 arrangement=(COL, ROW, ROW), sm=90, block_size=128)

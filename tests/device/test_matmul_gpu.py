@@ -177,7 +177,8 @@ def test_tensor_api_register_accumulation():
     ``out = alpha * acc + beta * c`` with copy_fragment / axpby."""
     from numba import cuda
 
-    from cuweave.device._blas_numba import (
+    from cuweave.device.matmul import (
+        Matmul,
         axpby,
         clear,
         copy,
@@ -185,7 +186,6 @@ def test_tensor_api_register_accumulation():
         copy_wait,
         make_tensor,
     )
-    from cuweave.device.matmul import Matmul
 
     mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
                 arrangement=(COL, ROW, ROW), block_size=128)
@@ -226,7 +226,8 @@ def test_accumulator_and_fragment_like():
     partitioner query (``map_fragment_index``) checked against the fragment's values."""
     from numba import cuda
 
-    from cuweave.device._blas_numba import (
+    from cuweave.device.matmul import (
+        Matmul,
         axpby,
         copy,
         copy_fragment,
@@ -234,7 +235,6 @@ def test_accumulator_and_fragment_like():
         make_fragment_like,
         make_tensor,
     )
-    from cuweave.device.matmul import Matmul
 
     mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
                 arrangement=(COL, ROW, ROW), block_size=128)

@@ -551,7 +551,9 @@ class Matmul(KernelObject):
         if name in _LAYOUTS:
             return _blas_numba.layout_function(self, name)
         if name in ("suggest_accumulator", "get_accumulator"):
-            return _blas_numba.accumulator_function(self, name == "suggest_accumulator")
+            from . import _blas_fragments
+
+            return _blas_fragments.accumulator_function(self, name == "suggest_accumulator")
         raise AttributeError(name)
 
     def suggest_accumulator(self):
@@ -658,7 +660,8 @@ _TENSOR_FUNCTIONS = ("make_tensor", "make_fragment_like", "copy", "copy_fragment
 def __getattr__(name):
     """The opaque-tensor functions live with numba (``_blas_numba``); imported on first use."""
     if name in _TENSOR_FUNCTIONS:
-        from . import _blas_numba
+        from . import _blas_fragments, _blas_numba
 
-        return getattr(_blas_numba, name)
+        module = _blas_fragments if hasattr(_blas_fragments, name) else _blas_numba
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
