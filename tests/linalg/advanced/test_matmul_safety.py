@@ -151,3 +151,44 @@ def test_concurrent_num_threads_restore_blas_threads():
         t.join()
     assert not errors
     assert _blas_threads() == before
+
+
+# ---- NumPy-valid layouts outside cuBLASLt's frame (computed on copies on the CPU) -------------
+def _layout_cases():
+    rng = np.random.default_rng(19)
+    f = np.asfortranarray
+    return [
+        ("F-ordered batch", f(rand(rng, (2, 4, 3))), rand(rng, (2, 3, 5))),
+        ("F-ordered batch b", rand(rng, (2, 4, 3)), f(rand(rng, (2, 3, 5)))),
+        ("partial broadcast", rand(rng, (2, 1, 4, 3)), rand(rng, (3, 3, 5))),
+        ("5-D broadcast", rand(rng, (2, 1, 2, 1, 4, 3)), rand(rng, (1, 2, 1, 2, 3, 5))),
+        ("transposed batch", rand(rng, (3, 4, 3)).transpose(1, 0, 2), rand(rng, (3, 5))),
+    ]
+
+
+@pytest.mark.parametrize("name, a, b", _layout_cases(), ids=[c[0] for c in _layout_cases()])
+def test_numpy_valid_layouts_on_the_cpu(name, a, b):
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got = matmul(a, b, **CPU)
+    assert got.shape == want.shape
+    assert rel_l2(got, want) < TOL["float32"]
+    with Matmul(a, b, **CPU) as mm:  # the stateful form, reset with new data of that layout
+        mm.plan()
+        a2 = np.empty_like(a)  # same strides
+        a2[...] = 2 * a
+        assert a2.strides == a.strides
+        mm.reset_operands(a=a2)
+        assert rel_l2(mm.execute(), 2 * want) < TOL["float32"]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_c_with_a_leading_unit_axis_and_2d_operands(inplace):
+    rng = np.random.default_rng(20)
+    a, b, c = rand(rng, (4, 3)), rand(rng, (3, 5)), rand(rng, (1, 4, 5))
+    want = (a.astype(np.float64) @ b) + 0.5 * c[0]
+    got = matmul(a, b, c, beta=0.5, options={"inplace": inplace}, **CPU)
+    if inplace:
+        assert got is c
+        assert rel_l2(c[0], want) < TOL["float32"]
+    else:
+        assert rel_l2(np.reshape(got, (4, 5)), want) < TOL["float32"]

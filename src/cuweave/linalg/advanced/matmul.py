@@ -19,6 +19,7 @@ from ..._internal.errors import (
     InvalidOperandError,
     InvalidOptionError,
     InvalidStateError,
+    UnsupportedLayoutError,
 )
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
@@ -29,6 +30,7 @@ from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
     alignment,
+    check_copy_size,
     frame_constraints,
     perm_from_strides,
     staged,
@@ -48,7 +50,7 @@ from ._checks import (
     scale_value,
 )
 from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
-from ._layout import analyze, host_view, remember_aux_frame
+from ._layout import analyze, broadcast_batch, host_view, remember_aux_frame
 from ._options import (
     MatmulOptions,
     MatmulPlanPreferences,
@@ -68,6 +70,12 @@ def _batched_view(arr, count):
     v.shape = (count, *arr.shape[-2:]) if arr.shape[-1:] != (1,) and arr.ndim >= 2 and \
         arr.size // count != arr.shape[-1] else (count, arr.size // count)
     return v
+
+
+def _dense_copy(arr, name, full):
+    """``arr`` broadcast to ``full`` as a new C-ordered array (its size checked first)."""
+    check_copy_size(name, full, arr.itemsize)
+    return np.ascontiguousarray(np.broadcast_to(arr, full))
 
 
 class Matmul(StatefulObject):
@@ -159,8 +167,9 @@ class Matmul(StatefulObject):
         self._engine = None
         self._binding = None
         self._algorithms = None
+        self._copies = {}  # host operand -> how its staged array is derived (_host_layouts)
         self._bind_operands(ops)
-        self._problem = self._analyze({})  # validates shapes/layouts now
+        self._problem = self._host_layouts() if self._host else self._analyze({})
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
                        self._types["a"], self.execution_space)
 
@@ -226,14 +235,61 @@ class Matmul(StatefulObject):
         """Keep the operands; host operands also get their staged (device-side) layout."""
         self._ops = ops
         self._signatures = {k: _signature(op) for k, op in ops.items()}
-        self._staged = {k: staged(op, k) for k, op in ops.items()} if self._host else None
+        self._staged = {k: self._stage(k, op) for k, op in ops.items()} if self._host else None
+
+    def _stage(self, k, op):
+        """(host array, element strides) of host operand ``k`` as computed on: the operand, a
+        dense copy of a non-dense one, or what :meth:`_host_layouts` decided."""
+        arr, strides = staged(op, k)
+        derive = self._copies.get(k)
+        if derive is not None:
+            arr = derive(arr)
+            strides = tuple(x // arr.itemsize for x in arr.strides)
+        return arr, strides
+
+    def _host_layouts(self):
+        """Validate host operands' layouts (the problem). NumPy-valid layouts that cuBLASLt's
+        frame cannot express are computed on copies: batches of F-ordered matrices, batch
+        axes that no single stride addresses (partial broadcasting), and a ``c`` with leading
+        unit axes beyond the operands' batch (``(1, M, N)`` for 2-D operands: a view)."""
+        ops = self._ops
+        nb = max(len(ops["a"].shape), len(ops["b"].shape), 2) - 2
+        c = ops.get("c")
+        extra = len(c.shape) - 2 - nb if c is not None else 0
+        if extra > 0 and all(n == 1 for n in c.shape[:extra]):
+            self._copies["c"] = lambda x, e=extra: x.reshape(x.shape[e:])
+            self._bind_operands(ops)
+        try:
+            return self._analyze({})
+        except UnsupportedLayoutError as e:
+            first = e
+        batch = broadcast_batch(*(op.shape[:-2] for k, op in ops.items() if k != "c"))
+        for names in (("a",), ("b",), ("a", "b")):
+            names = [k for k in names if len(ops[k].shape) > 2]
+            if not names:
+                continue
+            for k in ("a", "b"):
+                self._copies.pop(k, None)
+            for k in names:
+                full = batch + ops[k].shape[-2:]
+                self._copies[k] = lambda x, k=k, full=full: _dense_copy(x, k, full)
+            self._bind_operands(ops)
+            try:
+                problem = self._analyze({})
+            except UnsupportedLayoutError:
+                continue
+            self._log.info("Matmul: %s computed on dense copies (layouts outside cuBLASLt's "
+                           "frame)", ", ".join(names))
+            return problem
+        raise first
 
     def _analyze(self, forced):
         ops, st = self._ops, self._staged
         strides = {k: (st[k][1] if st is not None else op.strides) for k, op in ops.items()}
+        shapes = {k: (st[k][0].shape if st is not None else op.shape) for k, op in ops.items()}
         c = ops.get("c")
-        return analyze(ops["a"].shape, strides["a"], ops["b"].shape, strides["b"],
-                       c_shape=c.shape if c is not None else None,
+        return analyze(shapes["a"], strides["a"], shapes["b"], strides["b"],
+                       c_shape=shapes["c"] if c is not None else None,
                        c_strides=strides.get("c"), conj_a=self._conj[0], conj_b=self._conj[1],
                        forced=forced, inplace=self.options.inplace, fp8=self._types["fp8"])
 
@@ -297,7 +353,7 @@ class Matmul(StatefulObject):
         if self._host:
             st = self._staged
             for k, op in new.items():
-                st[k] = staged(op, k)
+                st[k] = self._stage(k, op)
         if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
             self.alpha = alpha
         if beta is not None and (check or beta != self._beta):
@@ -532,7 +588,7 @@ class Matmul(StatefulObject):
         from ._cpu import execute_cpu
 
         p, t, ops = self._problem, self._types, self._ops
-        arrays = {k: staged(op, k)[0] for k, op in ops.items()}
+        arrays = {k: self._stage(k, op)[0] for k, op in ops.items()}
         res = self._new_result(0)
         # in place: the problem was analyzed on c's staged (dense) layout; a non-dense c is
         # computed in that copy and written back through the user's own view below
