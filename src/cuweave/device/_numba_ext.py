@@ -22,7 +22,7 @@ def numba_modules():
         from numba import cuda
         from numba.cuda import LTOIR
     except ImportError as e:
-        raise LibraryNotFoundError("numba-cuda", "numba", str(e)) from e
+        raise LibraryNotFoundError("numba-cuda", "dx", str(e)) from e
     try:
         from numba.cuda import types
         from numba.cuda.extending import intrinsic

@@ -70,7 +70,7 @@ def _require_numba() -> None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise LibraryNotFoundError("numba-cuda", "numba", f"module {name!r} not found")
+            raise LibraryNotFoundError("numba-cuda", "dx", f"module {name!r} not found")
 
 
 def _nearest(values, target, n=3):
