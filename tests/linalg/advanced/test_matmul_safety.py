@@ -192,3 +192,58 @@ def test_c_with_a_leading_unit_axis_and_2d_operands(inplace):
         assert rel_l2(c[0], want) < TOL["float32"]
     else:
         assert rel_l2(np.reshape(got, (4, 5)), want) < TOL["float32"]
+
+
+# ---- aux inputs --------------------------------------------------------------------------
+@pytest.mark.parametrize("bias_shape", [(16,), (1, 16)])
+def test_square_aux_frame_survives_many_forwards(bias_shape):
+    """An M == N relu_aux keeps its forward frame however many forwards come in between (the
+    frame table never evicts a live entry)."""
+    rng = np.random.default_rng(40)
+    x, w = rand(rng, (16, 8)), rand(rng, (16, 8))
+    bias = rand(rng, bias_shape)
+    _, aux = matmul(x, w.T, epilog="relu_aux_bias", epilog_inputs={"bias": bias}, **CPU)
+    pre = x.astype(np.float64) @ w.T.astype(np.float64)
+    pre += bias[:, None] if bias.ndim == 1 else bias
+    kept = [matmul(rand(rng, (16, 8)), rand(rng, (8, 16)), epilog="relu_aux", **CPU)
+            for _ in range(300)]
+    g, h = rand(rng, (16, 4)), rand(rng, (4, 16))
+    d, grads = matmul(g, h, epilog="drelu_bgrad", epilog_inputs={"relu_aux": aux["relu_aux"]},
+                      **CPU)
+    want = (g.astype(np.float64) @ h) * (pre > 0)
+    assert rel_l2(d, want) < TOL["float32"]
+    assert len(kept) == 300
+
+
+def test_square_aux_of_unknown_frame_is_refused():
+    rng = np.random.default_rng(41)
+    x, w = rand(rng, (16, 8)), rand(rng, (8, 16))
+    _, aux = matmul(x, w, epilog="relu_aux", **CPU)
+    copy = np.asfortranarray(aux["relu_aux"].copy())  # same layout, unknown provenance
+    with pytest.raises(InvalidOperandError, match=r"relu_aux'\] must be the relu_aux array its "
+                                                  r"forward matmul returned"):
+        matmul(rand(rng, (16, 4)), rand(rng, (4, 16)), epilog="drelu",
+               epilog_inputs={"relu_aux": copy}, **CPU)
+    # a non-square problem has one possible frame: copies are fine there
+    _, aux = matmul(rand(rng, (16, 8)), rand(rng, (8, 24)), epilog="relu_aux", **CPU)
+    copy = np.asfortranarray(aux["relu_aux"].copy())
+    g, h = rand(rng, (16, 4)), rand(rng, (4, 24))
+    np.testing.assert_array_equal(
+        matmul(g, h, epilog="drelu", epilog_inputs={"relu_aux": copy}, **CPU),
+        matmul(g, h, epilog="drelu", epilog_inputs={"relu_aux": aux["relu_aux"]}, **CPU))
+
+
+@pytest.mark.parametrize("epilog, forward, name, cast", [
+    ("drelu", "relu_aux", "relu_aux", np.float32),
+    ("drelu", "relu_aux", "relu_aux", np.int8),
+    ("dgelu", "gelu_aux", "gelu_aux", np.float64),
+    ("dgelu", "gelu_aux", "gelu_aux", np.float16),
+])
+def test_aux_input_of_the_wrong_dtype(epilog, forward, name, cast):
+    rng = np.random.default_rng(42)
+    a, b = rand(rng, (12, 8)), rand(rng, (8, 20))
+    _, aux = matmul(a, b, epilog=forward, **CPU)
+    bad = np.asfortranarray(aux[name].astype(cast)) if aux[name].dtype.itemsize != \
+        np.dtype(cast).itemsize else aux[name].view(cast)
+    with pytest.raises(InvalidOperandError, match=rf"^epilog_inputs\['{name}'\] dtype must be"):
+        matmul(a, b, epilog=epilog, epilog_inputs={name: bad}, **CPU)

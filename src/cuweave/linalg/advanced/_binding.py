@@ -15,6 +15,7 @@ from ..._internal.packages import wrap_operand
 from ._epilogs import (
     AUX_FORMATS,
     MatmulEpilog,
+    aux_dtype,
     aux_layout,
     epilog_spec,
     validate_epilog_inputs,
@@ -101,6 +102,23 @@ def perm_from_strides(shape, strides) -> tuple:
     return tuple(sorted(range(len(shape)), key=lambda i: (-strides[i], i)))
 
 
+def check_aux_input_dtype(spec, inputs: dict, types, prefs) -> None:
+    """The aux input (``relu_aux``/``gelu_aux``) must have the dtype its forward pass produced
+    (checked before its layout is read)."""
+    name = spec.aux_input
+    if not name or name not in inputs:
+        return
+    want = aux_dtype(name, types["d"], ab_dtype=types["a"], c_dtype=types["c"])
+    aux_type = prefs.epilog.aux_type if prefs is not None else None
+    if aux_type is not None and AUX_FORMATS[name].typed:
+        want = aux_type
+    got = inputs[name].dtype
+    if got != want:
+        raise InvalidOperandError(
+            f"epilog_inputs[{name!r}] dtype must be {want!r} (the {name} output of the forward "
+            f"pass), got {got!r}")
+
+
 def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) -> dict:
     """``{reason: swap}`` constraints the epilog puts on the frame."""
     forced = {}
@@ -113,7 +131,15 @@ def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) 
                             d_dtype)
         if len(frames) > 1:
             recalled = recall_aux_frame(op.ptr, op.shape)
-            frames = [recalled if recalled is not None else False]
+            if recalled is None:
+                from ..._internal.errors import InvalidOperandError
+
+                raise InvalidOperandError(
+                    f"epilog_inputs[{spec.aux_input!r}] must be the {spec.aux_input} array its "
+                    f"forward matmul returned (still alive, not a copy): for a square result "
+                    f"(M == N = {user_m}) its layout cannot be told from its shape, got an "
+                    "array this process did not produce (or a copy of one)")
+            frames = [recalled]
         forced[f"epilog_inputs[{spec.aux_input!r}]"] = frames[0]
     elif spec.outputs and not spec.bias:
         forced[f"the {spec.name} aux outputs"] = False
@@ -194,6 +220,17 @@ class EpilogBinding:
                 raise InvalidOperandError(
                     f"epilog_inputs[{k!r}] must match the planned one {self.signatures[k]}, "
                     f"got {op!r}")
+            if k == self.spec.aux_input and self.p.user_m == self.p.user_n:
+                frame = recall_aux_frame(op.ptr, op.shape)
+                if frame != self.p.swap:
+                    from ..._internal.errors import InvalidOperandError
+
+                    why = ("this process did not produce it (or it is a copy)" if frame is None
+                           else "its forward pass had the other result layout")
+                    raise InvalidOperandError(
+                        f"epilog_inputs[{k!r}] must be the {k} array of a forward pass in the "
+                        f"planned frame (a square result's aux layout cannot be told from its "
+                        f"shape): {why}; plan again for it")
             self.inputs[k] = op
 
     def release_inputs(self) -> None:

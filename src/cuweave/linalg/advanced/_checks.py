@@ -143,8 +143,15 @@ def _op_key(op) -> tuple | None:
             alignment(op.ptr) if op.device == "cuda" else 0)
 
 
-def _input_key(op) -> tuple:
-    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
+def _input_key(op, name=None) -> tuple:
+    """What a cached plan needs of an epilog input; an aux input also by the frame its forward
+    pass produced it in (a square one's layout does not tell it)."""
+    key = (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
+    if name in ("relu_aux", "gelu_aux"):
+        from ._layout import recall_aux_frame
+
+        key += (recall_aux_frame(op.ptr, op.shape),)
+    return key
 
 
 _SCALE_NAMES = ("a", "b", "c", "d")

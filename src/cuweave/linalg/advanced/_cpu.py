@@ -351,38 +351,26 @@ def _batched(arr, tail_shape, writebacks):
 
 @contextmanager
 def _blas_threads(num_threads):
-    """BLAS threads limited to ``num_threads`` while any call needs it; the process's own
-    limits come back when the last such call leaves (concurrent calls share one limit, the
-    most recent one: threadpoolctl's limits are process-wide)."""
+    """BLAS threads limited to ``num_threads`` for the block, restored after it.
+
+    threadpoolctl's limits are process-wide and OpenBLAS's thread count must not change while
+    another limited call's GEMM runs, so calls with ``num_threads`` take turns for their BLAS
+    part (the epilog pass runs concurrently); each restores what it found.
+    """
     if num_threads is None:
         yield
         return
-    global _CONTROLLER, _LIMIT_USERS, _SAVED_LIMITS
+    global _CONTROLLER
     with _LIMIT_LOCK:
         if _CONTROLLER is None:
             from threadpoolctl import ThreadpoolController
 
             _CONTROLLER = ThreadpoolController()
-        if _LIMIT_USERS == 0:
-            _SAVED_LIMITS = [(c, c.num_threads)
-                             for c in _CONTROLLER.select(user_api="blas").lib_controllers]
-        _LIMIT_USERS += 1
-        for c, _ in _SAVED_LIMITS:
-            c.set_num_threads(int(num_threads))
-    try:
-        yield
-    finally:
-        with _LIMIT_LOCK:
-            _LIMIT_USERS -= 1
-            if _LIMIT_USERS == 0:
-                for c, n in _SAVED_LIMITS:
-                    c.set_num_threads(n)
-                _SAVED_LIMITS = []
+        with _CONTROLLER.limit(limits=int(num_threads), user_api="blas"):
+            yield
 
 
 _LIMIT_LOCK = threading.Lock()
-_LIMIT_USERS = 0  # calls inside _blas_threads now
-_SAVED_LIMITS: list = []  # (threadpoolctl library controller, its thread count before)
 _CONTROLLER = None
 _POOL = None
 _POOL_LOCK = threading.Lock()

@@ -119,7 +119,7 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
             quantization_scales is not None or options is not None or preferences is not None
             or execution is not None or algorithm is not None):
         extras = (_freeze(epilog),
-                  None if inputs is None else tuple(sorted((k, _input_key(v))
+                  None if inputs is None else tuple(sorted((k, _input_key(v, k))
                                                            for k, v in inputs.items())),
                   None if qualifiers is None else _freeze(np.asarray(qualifiers)),
                   None if quantization_scales is None else _freeze(quantization_scales),

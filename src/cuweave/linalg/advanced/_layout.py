@@ -213,31 +213,43 @@ def _same_strides(shape, a, b) -> bool:
 
 # Frames of aux arrays produced in this process, so an ambiguous (M == N) backward pass uses the
 # forward pass's frame. Keyed by (data pointer, shape) and valid only while the array produced
-# there is alive (a caching allocator hands a freed address out again); bounded.
-_AUX_FRAMES: OrderedDict = OrderedDict()
+# there is alive (a caching allocator hands a freed address out again). An entry lives exactly
+# as long as its array: dead ones are dropped as the table grows, live ones are never evicted
+# (an evicted live entry would make a backward pass guess). Arrays without weak references are
+# kept for the last _UNREFERENCED of them.
+_AUX_FRAMES: dict = {}
+_UNREFERENCED: OrderedDict = OrderedDict()
+_UNREFERENCED_MAX = 256
+_sweep_at = [512]
 
 
 def remember_aux_frame(arr, ptr: int, shape, swap: bool) -> None:
     """Remember that the aux output ``arr`` (at ``ptr``, of ``shape``) is in frame ``swap``."""
+    key = (int(ptr), tuple(shape))
     try:
         ref = weakref.ref(arr)
     except TypeError:  # an object without weak references: valid until evicted
-        ref = None
-    key = (int(ptr), tuple(shape))
+        _UNREFERENCED[key] = swap
+        _UNREFERENCED.move_to_end(key)
+        while len(_UNREFERENCED) > _UNREFERENCED_MAX:
+            _UNREFERENCED.popitem(last=False)
+        return
     _AUX_FRAMES[key] = (ref, swap)
-    _AUX_FRAMES.move_to_end(key)
-    while len(_AUX_FRAMES) > 256:
-        _AUX_FRAMES.popitem(last=False)
+    if len(_AUX_FRAMES) > _sweep_at[0]:
+        for k in [k for k, (r, _) in _AUX_FRAMES.items() if r() is None]:
+            del _AUX_FRAMES[k]
+        _sweep_at[0] = max(512, 2 * len(_AUX_FRAMES))
 
 
 def recall_aux_frame(ptr: int, shape) -> bool | None:
     """The frame of an aux output at ``ptr`` of ``shape`` still alive, else None."""
-    entry = _AUX_FRAMES.get((int(ptr), tuple(shape)))
+    key = (int(ptr), tuple(shape))
+    entry = _AUX_FRAMES.get(key)
     if entry is None:
-        return None
+        return _UNREFERENCED.get(key)
     ref, swap = entry
-    if ref is not None and ref() is None:  # that array is gone: the address means nothing
-        del _AUX_FRAMES[(int(ptr), tuple(shape))]
+    if ref() is None:  # that array is gone: the address means nothing
+        del _AUX_FRAMES[key]
         return None
     return swap
 

@@ -30,6 +30,7 @@ from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
     alignment,
+    check_aux_input_dtype,
     check_copy_size,
     frame_constraints,
     perm_from_strides,
@@ -406,6 +407,7 @@ class Matmul(StatefulObject):
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
         inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]")
                   for k, v in validate_epilog_inputs(spec, epilog_inputs).items()}
+        check_aux_input_dtype(spec, inputs, self._types, prefs)
         p0 = self._problem
         forced = frame_constraints(spec, inputs, p0.user_m, p0.user_n, p0.batch_shape,
                                    self._types["d"]) if inputs or spec.outputs else {}
