@@ -261,3 +261,42 @@ def _name(x):
     from cuweave._internal.dtypes import canonical_name
 
     return canonical_name(x.dtype)
+
+
+# ---- BGRADA / BGRADB layouts (cuBLASLt restricts them; nvmath accepts any order) ------------
+def test_bgradb_degenerate_b_picks_the_operation_cublaslt_needs(gpu):
+    from cuweave._bindings.cublaslt import Operation
+    from cuweave.linalg.advanced._binding import lt_epilog
+    from cuweave.linalg.advanced._checks import lt_layout_ok
+
+    x, dz = gpu.tensor(128, 16), gpu.tensor(128, 1)  # matmul(x.T, dz, epilog="bgradb")
+    mm = Matmul(x.t(), dz)
+    mm.plan(epilog="bgradb")
+    p = mm._problem
+    assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
+    assert (p.b if not p.swap else p.a).op == (Operation.T if not p.swap else Operation.N)
+    mm.execute()
+    mm.free()
+    mm = Matmul(gpu.tensor(1, 128).t(), gpu.tensor(1, 16))  # a degenerate (K, 1) a: BGRADA
+    mm.plan(epilog="bgrada")
+    mm.free()
+
+
+@pytest.mark.parametrize("epilog, order_a, order_b", [("bgrada", "C", "C"), ("bgradb", "F", "F"),
+                                                       ("bgrada", "C", "F"), ("bgradb", "C", "F")])
+def test_bgrad_host_operands_are_staged_in_the_order_cublaslt_needs(gpu, epilog, order_a, order_b):
+    from cuweave.linalg.advanced._binding import lt_epilog
+    from cuweave.linalg.advanced._checks import lt_layout_ok
+
+    rng = np.random.default_rng(34)
+    a = np.asarray(rand(rng, (32, 16)), order=order_a)
+    b = np.asarray(rand(rng, (16, 24)), order=order_b)
+    with Matmul(a, b, execution="cuda") as mm:
+        mm.plan(epilog=epilog)
+        p = mm._problem
+        assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
+        staged_a, staged_b = mm._staged["a"][0], mm._staged["b"][0]
+        np.testing.assert_array_equal(staged_a, a)  # same values, maybe another order
+        np.testing.assert_array_equal(staged_b, b)
+        mm.execute()
+        assert len(gpu.matmul_calls) == 1

@@ -63,19 +63,25 @@ def _scalar(value, default, name):
     raise InvalidOperandError(f"{name} must be a real or complex scalar, got {value!r}")
 
 
+def lt_layout_ok(lt_spec, p) -> bool:
+    """Whether the problem ``p`` meets the lt-frame epilog's operand-layout restriction."""
+    req = lt_spec.layout_requirement
+    if req is None:
+        return True
+    from ..._bindings.cublaslt import Operation
+
+    which, needs_n = req[:2]
+    return (getattr(p, which).op == Operation.N) == needs_n
+
+
 def _check_lt_layout(lt_spec, user_spec, p) -> None:
     """The epilog's operand-layout restriction (``EpilogSpec.layout_requirement``): checked on
     the lt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
     swapped)."""
-    req = lt_spec.layout_requirement
-    if req is None:
+    if lt_layout_ok(lt_spec, p):
         return
-    from ..._bindings.cublaslt import Operation
     from ..._internal.errors import UnsupportedLayoutError
 
-    which, needs_n = req[:2]
-    if (getattr(p, which).op == Operation.N) == needs_n:
-        return
     need, fix = user_spec.layout_requirement[2:]
     raise UnsupportedLayoutError(
         f"{need} for epilog {user_spec.name} on the GPU (a cuBLASLt restriction); pass {fix}",

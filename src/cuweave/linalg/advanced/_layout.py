@@ -277,11 +277,14 @@ def _matrix_orientation(rows, cols, sr, sc):
 
 
 def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=None,
-            conj_a=False, conj_b=False, forced=None, inplace=False, fp8=False) -> Problem:
+            conj_a=False, conj_b=False, forced=None, inplace=False, fp8=False,
+            bgrad=None) -> Problem:
     """Canonicalize ``a @ b (+ c)`` into the lt frame.
 
     ``forced`` maps reasons (e.g. ``"a bias along N"``) to a required ``swap``. ``inplace``
-    writes into ``c``. ``fp8`` prefers the TN operand form cuBLASLt's fp8 kernels need.
+    writes into ``c``. ``fp8`` prefers the TN operand form cuBLASLt's fp8 kernels need;
+    ``bgrad`` (``"bgrada"``/``"bgradb"``: the user's epilog) the operation cuBLASLt needs for
+    that epilog where an operand admits both (a degenerate ``(K, 1)`` matrix).
     """
     forced = dict(forced or {})
     a_shape, a_strides, sq_a = promote(a_shape, a_strides, "a")
@@ -319,7 +322,7 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
     for i, swap in enumerate(frames):
         try:
             lt_a, lt_b = _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs,
-                                      conj_a, conj_b, fp8)
+                                      conj_a, conj_b, fp8, bgrad)
             break
         except UnsupportedLayoutError:
             if i == len(frames) - 1:
@@ -376,9 +379,20 @@ def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
     return c_bcast, c_orient, c_bs
 
 
-def _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs, conj_a, conj_b, fp8):
+#: the operation cuBLASLt needs of an lt operand for BGRADA / BGRADB, by (user epilog, swap):
+#: lt BGRADA needs lt A untransposed, lt BGRADB lt B transposed (the user's epilogs trade
+#: places when swapped)
+_BGRAD_OPS = {("bgrada", False): ("a", Operation.N), ("bgradb", False): ("b", Operation.T),
+              ("bgrada", True): ("b", Operation.T), ("bgradb", True): ("a", Operation.N)}
+
+
+def _lt_operands(swap, M, N, K, a_strides, b_strides, a_bs, b_bs, conj_a, conj_b, fp8,
+                 bgrad=None):
     pa = Operation.T if fp8 else None
     pb = Operation.N if fp8 else None
+    need = _BGRAD_OPS.get((bgrad, swap))
+    if need is not None:
+        pa, pb = (need[1], pb) if need[0] == "a" else (pa, need[1])
     if not swap:
         return (lt_operand(M, K, a_strides[-2], a_strides[-1], transposed=False, conj=conj_a,
                            bstride=a_bs, name="a", prefer_op=pa),

@@ -33,6 +33,7 @@ from ._binding import (
     check_aux_input_dtype,
     check_copy_size,
     frame_constraints,
+    lt_epilog,
     perm_from_strides,
     staged,
 )
@@ -48,6 +49,7 @@ from ._checks import (
     alignment_error,
     check_inplace_target,
     check_scales,
+    lt_layout_ok,
     scale_value,
 )
 from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
@@ -77,6 +79,14 @@ def _dense_copy(arr, name, full):
     """``arr`` broadcast to ``full`` as a new C-ordered array (its size checked first)."""
     check_copy_size(name, full, arr.itemsize)
     return np.ascontiguousarray(np.broadcast_to(arr, full))
+
+
+def _other_order(arr, name):
+    """``arr`` copied into the other memory order of its last two axes (C ↔ F)."""
+    check_copy_size(name, arr.shape, arr.itemsize)
+    if arr.ndim >= 2 and arr.strides[-1] == arr.itemsize and arr.shape[-1] > 1:
+        return np.ascontiguousarray(arr.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return np.ascontiguousarray(arr)
 
 
 class Matmul(StatefulObject):
@@ -169,6 +179,7 @@ class Matmul(StatefulObject):
         self._binding = None
         self._algorithms = None
         self._copies = {}  # host operand -> how its staged array is derived (_host_layouts)
+        self._bgrad = None  # "bgrada"/"bgradb" while planned for them (operation preference)
         self._bind_operands(ops)
         self._problem = self._host_layouts() if self._host else self._analyze({})
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
@@ -284,6 +295,31 @@ class Matmul(StatefulObject):
             return problem
         raise first
 
+    def _fit_bgrad_layout(self, spec, p, forced):
+        """Host operands under CUDA: stage ``a`` or ``b`` in the other memory order where
+        cuBLASLt's BGRADA/BGRADB restriction refuses the user's (nvmath accepts any order)."""
+        if lt_layout_ok(lt_epilog(spec, p.swap), p):
+            return p
+        for k in ("a", "b"):
+            if len(self._ops[k].shape) < 2:
+                continue
+            old = self._copies.get(k)
+            self._copies[k] = (lambda x, old=old, k=k: _other_order(old(x) if old else x, k))
+            self._bind_operands(self._ops)
+            try:
+                q = self._analyze(forced)
+            except UnsupportedLayoutError:
+                q = None
+            if q is not None and lt_layout_ok(lt_epilog(spec, q.swap), q):
+                self._log.info("Matmul: %s staged in the other memory order for epilog %s (a "
+                               "cuBLASLt restriction)", k, spec.name)
+                return q
+            self._copies.pop(k)
+            if old is not None:
+                self._copies[k] = old
+            self._bind_operands(self._ops)
+        return p  # _check_lt_layout words the error
+
     def _analyze(self, forced):
         ops, st = self._ops, self._staged
         strides = {k: (st[k][1] if st is not None else op.strides) for k, op in ops.items()}
@@ -292,7 +328,8 @@ class Matmul(StatefulObject):
         return analyze(shapes["a"], strides["a"], shapes["b"], strides["b"],
                        c_shape=shapes["c"] if c is not None else None,
                        c_strides=strides.get("c"), conj_a=self._conj[0], conj_b=self._conj[1],
-                       forced=forced, inplace=self.options.inplace, fp8=self._types["fp8"])
+                       forced=forced, inplace=self.options.inplace, fp8=self._types["fp8"],
+                       bgrad=self._bgrad)
 
     def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None,
                        quantization_scales=None, epilog_inputs=None, stream=None):
@@ -411,7 +448,10 @@ class Matmul(StatefulObject):
         p0 = self._problem
         forced = frame_constraints(spec, inputs, p0.user_m, p0.user_n, p0.batch_shape,
                                    self._types["d"]) if inputs or spec.outputs else {}
+        self._bgrad = spec.name.lower() if spec.layout_requirement else None
         p = self._problem = self._analyze(forced)
+        if self._bgrad and self._host and not self._on_cpu:
+            p = self._problem = self._fit_bgrad_layout(spec, p, forced)
         self._binding = EpilogBinding(spec, epilog_inputs, p, self._types, self._ops, prefs)
         if self._engine is not None:
             self._engine.free()
