@@ -18,6 +18,13 @@ def rel(x, ref):
     return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
 
 
+def check(what, err, bound=1e-4):
+    """Print the relative error of ``what`` and stop the example when it is out of bounds."""
+    print(f"{what}: relative error {err:.1e}")
+    if not err < bound:
+        raise SystemExit(f"{what}: relative error {err:.1e} exceeds {bound:.0e}")
+
+
 def main():
     rng = np.random.default_rng(0)
     m, n, k = 300, 200, 150
@@ -27,12 +34,14 @@ def main():
 
     bias_m = rng.standard_normal(m, dtype=np.float32)
     d = matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias_m})
-    print("RELU_BIAS, bias along M:", f"{rel(d, np.maximum(a64 @ b64 + bias_m[:, None], 0)):.1e}")
+    check("RELU_BIAS, bias along M", rel(d, np.maximum(a64 @ b64 + bias_m[:, None], 0)))
 
     bias_n = rng.standard_normal(n, dtype=np.float32)
     d, aux = matmul(a, b, epilog="gelu_aux_bias", epilog_inputs={"bias": bias_n})
-    print("GELU_AUX_BIAS, bias along N:", f"{rel(d, gelu(a64 @ b64 + bias_n)):.1e}",
-          "aux:", {k: (v.shape, v.dtype.name) for k, v in aux.items()})
+    check("GELU_AUX_BIAS, bias along N", rel(d, gelu(a64 @ b64 + bias_n)))
+    print("aux:", {k: (v.shape, v.dtype.name) for k, v in aux.items()})
+    if sorted(aux) != ["gelu_aux"] or aux["gelu_aux"].dtype != np.float32:
+        raise SystemExit(f"GELU_AUX_BIAS: unexpected aux outputs {aux!r}")
 
     with Matmul(a, b, c=np.ones((m, 1), np.float32), beta=0.5) as mm:
         mm.plan(epilog=MatmulEpilog.RELU)
@@ -40,9 +49,10 @@ def main():
         a2 = rng.standard_normal((m, k), dtype=np.float32)
         mm.reset_operands(a=a2)
         second = mm.execute()
-        print(f"planned Matmul on {mm.execution_space}:",
-              f"{rel(first, np.maximum(a64 @ b64 + 0.5, 0)):.1e}",
-              f"{rel(second, np.maximum(a2.astype(np.float64) @ b64 + 0.5, 0)):.1e}")
+        check(f"planned Matmul on {mm.execution_space}",
+              rel(first, np.maximum(a64 @ b64 + 0.5, 0)))
+        check("after reset_operands", rel(second, np.maximum(a2.astype(np.float64) @ b64 + 0.5,
+                                                             0)))
     print("OK")
 
 

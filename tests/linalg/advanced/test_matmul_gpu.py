@@ -4,6 +4,7 @@ passes, CPU/GPU agreement, lifecycle, host operands, fp8. Run with ``-m gpu``.""
 from __future__ import annotations
 
 import pickle
+import zlib
 
 import numpy as np
 import pytest
@@ -77,7 +78,7 @@ def run_or_xfail(fn):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("epilog", sorted(FORWARD))
 def test_forward_epilogs(epilog, dtype, layout):
-    rng = np.random.default_rng(hash((epilog, dtype, layout)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(f"{epilog}/{dtype}/{layout}".encode()))
     a, b = operands(rng, layout, dtype)
     bias = None
     inputs = None
