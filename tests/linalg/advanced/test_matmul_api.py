@@ -300,3 +300,28 @@ def test_bgrad_host_operands_are_staged_in_the_order_cublaslt_needs(gpu, epilog,
         np.testing.assert_array_equal(staged_b, b)
         mm.execute()
         assert len(gpu.matmul_calls) == 1
+
+
+def test_epilog_input_from_another_package_is_a_type_error(gpu):
+    mm = Matmul(gpu.tensor(16, 8), gpu.tensor(8, 12))
+    with pytest.raises(TypeError, match=r"^epilog_inputs\['bias'\] must come from the operands' "
+                                        r"package \(torch\), got a numpy array") as e:
+        mm.plan(epilog="bias", epilog_inputs={"bias": np.zeros(16, np.float32)})
+    assert isinstance(e.value, InvalidOperandError)
+    mm.free()
+
+
+def test_host_bias_with_device_operands_is_a_value_error_naming_the_memory_space():
+    import types
+
+    from cuweave._internal.arrays import Operand
+    from cuweave.linalg.advanced._binding import EpilogBinding
+    from cuweave.linalg.advanced._epilogs import epilog_spec
+
+    torch = pytest.importorskip("torch")
+    bias = torch.zeros(16)
+    dev = Operand(None, "torch", 256, (16, 8), (8, 1), "float32", "cuda", 0)
+    with pytest.raises(ValueError, match=r"epilog_inputs\['bias'\] must be in the same memory "
+                                         r"space as a \(cuda:0\), got host"):
+        EpilogBinding(epilog_spec("bias"), {"bias": bias}, types.SimpleNamespace(swap=False),
+                      None, {"a": dev}, None)

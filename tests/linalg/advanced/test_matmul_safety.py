@@ -247,3 +247,13 @@ def test_aux_input_of_the_wrong_dtype(epilog, forward, name, cast):
         np.dtype(cast).itemsize else aux[name].view(cast)
     with pytest.raises(InvalidOperandError, match=rf"^epilog_inputs\['{name}'\] dtype must be"):
         matmul(a, b, epilog=epilog, epilog_inputs={name: bad}, **CPU)
+
+
+def test_square_1d_bias_is_the_m_bias_and_1_by_n_the_row_bias():
+    rng = np.random.default_rng(43)
+    a, b, bias = rand(rng, (6, 3)), rand(rng, (3, 6)), rand(rng, (6,))
+    ab = a.astype(np.float64) @ b
+    got = matmul(a, b, epilog="bias", epilog_inputs={"bias": bias}, **CPU)
+    assert rel_l2(got, ab + bias[:, None]) < TOL["float32"]  # nvmath: along M
+    got = matmul(a, b, epilog="bias", epilog_inputs={"bias": bias[None, :]}, **CPU)
+    assert rel_l2(got, ab + bias[None, :]) < TOL["float32"]  # EXT (1, N): along N

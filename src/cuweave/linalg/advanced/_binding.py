@@ -153,7 +153,15 @@ class EpilogBinding:
         self.spec = spec
         self.lt = lt_epilog(spec, problem.swap)
         self.inputs = self.wrap_inputs(epilog_inputs)
-        check_same_place({**ref_ops, **self.inputs})
+        package = next(iter(ref_ops.values())).package
+        for k, op in self.inputs.items():  # nvmath: a package mismatch is a TypeError, then
+            if op.package != package:      # another memory space a ValueError
+                from ._checks import OperandPackageError
+
+                raise OperandPackageError(
+                    f"{_input_name(k)} must come from the operands' package ({package}), got "
+                    f"a {op.package} array")
+        check_same_place({**ref_ops, **{_input_name(k): op for k, op in self.inputs.items()}})
         self.signatures = {k: _input_signature(op) for k, op in self.inputs.items()}
         p = self.p = problem
         d_dtype = types["d"]

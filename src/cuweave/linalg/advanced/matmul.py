@@ -422,7 +422,11 @@ class Matmul(StatefulObject):
     # ---------------------------------------------------------------- plan
     def plan(self, *, preferences=None, algorithms=None, epilog=None, epilog_inputs=None,
              stream=None):
-        """Plan the matmul; returns the algorithms (heuristic order; the CPU has one)."""
+        """Plan the matmul; returns the algorithms (heuristic order; the CPU has one).
+
+        ``epilog_inputs`` as for :func:`~cuweave.linalg.advanced.matmul`: a bias of ``(M,)``
+        or ``(M, 1)`` is added to every column (nvmath's meaning, also when ``M == N``);
+        EXT: ``(1, N)`` adds a bias to every row (torch ``Linear``'s convention)."""
         self._require_valid("plan")
         if self._ops is None:
             raise InvalidStateError("plan() needs operands: call reset_operands() first")
