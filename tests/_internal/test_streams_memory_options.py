@@ -108,6 +108,36 @@ def test_resolve_execution_host_defaults(monkeypatch):
         resolve_execution("cpu", operand_device="cuda", operand_device_id=0)
 
 
+def test_resolve_execution_engine_choices(monkeypatch):
+    """FFT's choices (as nvmath-python): device operands may run on the CPU, and a dict without
+    'name' names the operands' memory space; matmul keeps refusing both."""
+    from cuweave._internal import cuda
+
+    monkeypatch.setattr(cuda, "is_available", lambda: False)
+    monkeypatch.setattr(cuda, "unavailable_reason", lambda: "test")
+    fft = {"cpu_for_device": True, "name_from_operands": True}
+    assert resolve_execution("cpu", operand_device="cuda", operand_device_id=0,
+                             **fft) == ExecutionCPU()
+    assert resolve_execution({"num_threads": 2}, operand_device="cpu", operand_device_id=None,
+                             **fft) == ExecutionCPU(2)
+    with pytest.raises(InvalidOptionError, match="execution keys must be among") as e:
+        resolve_execution({"num_threads": 2}, operand_device="cuda", operand_device_id=0, **fft)
+    assert isinstance(e.value, TypeError)  # ExecutionCUDA has no num_threads
+    with pytest.raises(InvalidOptionError, match="execution must be 'cuda' for operands"):
+        resolve_execution("cpu", operand_device="cuda", operand_device_id=0)
+    with pytest.raises(InvalidOptionError, match="execution must be"):
+        resolve_execution({"num_threads": 2}, operand_device="cpu", operand_device_id=None)
+    with pytest.raises(InvalidOptionError, match="execution must be"):
+        resolve_execution({"name": 5}, operand_device="cpu", operand_device_id=None, **fft)
+
+
+def test_coerce_options_type_errors_are_type_errors():
+    for bad in (3, "cpu", [("num_threads", 2)], {"threads": 3}):
+        with pytest.raises(InvalidOptionError, match="options") as e:
+            coerce_options(bad, ExecutionCPU)
+        assert isinstance(e.value, TypeError) and isinstance(e.value, ValueError)
+
+
 def test_resolve_execution_logs_cpu_fallback(monkeypatch, caplog):
     from cuweave._internal import cuda
 

@@ -1,6 +1,6 @@
 """The cuFFT hot path's behaviour (which native calls, with which arguments), with CUDA stubbed.
 
-torch CPU tensors pose as CUDA tensors and cuFFT is a recording fake (see ``_cuda_stub``):
+torch CPU tensors pose as CUDA tensors and cuFFT is a recording fake (see ``tests.fakes.cufft``):
 these tests check calls and bookkeeping, never numbers (the GPU tests check results).
 """
 

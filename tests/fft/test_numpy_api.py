@@ -8,8 +8,8 @@ import scipy.fft as sfft
 
 import cuweave.fft as F
 from cuweave.fft import numpy as cfft
-
-from ._helpers import rel_l2, rng_array, to_numpy, tol
+from tests.references import fft_tol as tol
+from tests.references import rel_l2, rng_array, to_numpy
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
@@ -322,8 +322,7 @@ def test_docstring_examples(name):
 def test_device_path_on_stand_in_cufft():
     torch = pytest.importorskip("torch")
     from cuweave.fft import _numpy_api
-
-    from ._cuda_stub import fake_cuda
+    from tests.fakes.cufft import fake_cuda
 
     with fake_cuda() as fake:
         x = torch.randn(3, 10, 15, dtype=torch.complex64)  # poses as a CUDA tensor

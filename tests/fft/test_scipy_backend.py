@@ -12,8 +12,8 @@ import scipy.fft as sfft
 import cuweave.fft as F
 from cuweave.fft import scipy_backend as B
 from cuweave.fft._numpy_api import Recipe
-
-from ._helpers import rel_l2, rng_array, to_numpy, tol
+from tests.references import fft_tol as tol
+from tests.references import rel_l2, rng_array, to_numpy
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -1,6 +1,6 @@
 """Streams, shared buffers and argument checking of cuweave.fft, with CUDA stubbed where needed.
 
-The stream tests run the cuFFT path against the recording fakes of ``_cuda_stub`` (torch CPU
+The stream tests run the cuFFT path against the recording fakes of ``tests.fakes.cufft`` (torch CPU
 tensors pose as CUDA tensors; host operands are staged through a fake stager): they check which
 stream each call runs on and how the object's shared buffers are ordered across streams, never
 numbers (the GPU tests check results).

@@ -17,13 +17,22 @@ from .errors import InvalidOptionError
 from .logging import get_logger
 
 __all__ = ["coerce_options", "ExecutionCUDA", "ExecutionCPU", "resolve_execution",
-           "check_enum"]
+           "check_enum", "OptionTypeError"]
 
 _log = get_logger("execution")
 
 
+class OptionTypeError(InvalidOptionError, TypeError):
+    """An options argument of the wrong type, or a dict with unknown keys (also a
+    ``TypeError``, as nvmath-python raises there)."""
+
+
 def coerce_options(value, cls, name: str = "options"):
-    """Return ``value`` as a ``cls`` instance: ``None`` → defaults, dict → ``cls(**value)``."""
+    """Return ``value`` as a ``cls`` instance: ``None`` → defaults, dict → ``cls(**value)``.
+
+    Another type, or a dict with keys that are not fields of ``cls``, raises
+    :class:`OptionTypeError` (an :class:`InvalidOptionError` and a ``TypeError``).
+    """
     if value is None:
         return cls()
     if isinstance(value, cls):
@@ -32,10 +41,10 @@ def coerce_options(value, cls, name: str = "options"):
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(value) - fields)
         if unknown:
-            raise InvalidOptionError(
+            raise OptionTypeError(
                 f"{name} keys must be among {sorted(fields)}, got unknown {unknown!r}")
         return cls(**value)
-    raise InvalidOptionError(f"{name} must be a {cls.__name__}, a dict or None, got {value!r}")
+    raise OptionTypeError(f"{name} must be a {cls.__name__}, a dict or None, got {value!r}")
 
 
 def check_enum(value, enum_cls, name: str, *, allow_none: bool = False):
@@ -100,7 +109,7 @@ _EXPECTED = ("'cuda', 'cpu', ExecutionCUDA(device_id=...), ExecutionCPU(num_thre
              "a dict with 'name', or None")
 
 
-def _parse_execution(execution):
+def _parse_execution(execution, default_name=None):
     if isinstance(execution, ExecutionCUDA | ExecutionCPU):
         return execution
     if isinstance(execution, str):
@@ -111,7 +120,8 @@ def _parse_execution(execution):
             return ExecutionCPU()
     if isinstance(execution, dict):
         d = dict(execution)
-        kind = str(d.pop("name", "")).lower()
+        kind = d.pop("name", default_name)
+        kind = kind.strip().lower() if isinstance(kind, str) else None
         cls = {"cuda": ExecutionCUDA, "cpu": ExecutionCPU}.get(kind)
         if cls is not None:
             return coerce_options(d, cls, "execution")
@@ -119,13 +129,17 @@ def _parse_execution(execution):
 
 
 def resolve_execution(execution, *, operand_device: str, operand_device_id: int | None,
-                      host_default: str = "cuda", default_device_id: int = 0):
+                      host_default: str = "cuda", default_device_id: int = 0,
+                      cpu_for_device: bool = False, name_from_operands: bool = False):
     """Choose the execution space for operands living on ``operand_device``.
 
-    Device operands run on their device (CPU execution for them is refused). Host operands run
-    where ``execution`` says; by default on CUDA (``host_default="cuda"``, as advanced matmul)
-    when a GPU is usable, else on the CPU with one INFO log line; with ``host_default="cpu"``
-    (as FFT) on the CPU.
+    Device operands run on their device; CPU execution for them is refused unless
+    ``cpu_for_device`` (FFT: the engine copies them to the host and the result back). Host
+    operands run where ``execution`` says; by default on CUDA (``host_default="cuda"``, as
+    advanced matmul) when a GPU is usable, else on the CPU with one INFO log line; with
+    ``host_default="cpu"`` (as FFT) on the CPU. ``name_from_operands``: a dict without
+    ``"name"`` (``{"num_threads": 2}``) names the operands' memory space (as FFT in
+    nvmath-python); otherwise it is refused.
     """
     from . import cuda
 
@@ -138,9 +152,10 @@ def resolve_execution(execution, *, operand_device: str, operand_device_id: int 
             _log.info("no usable CUDA device (%s): running on the CPU",
                       cuda.unavailable_reason())
         return ExecutionCPU()
-    space = _parse_execution(execution)
+    default_name = operand_device if name_from_operands else None
+    space = _parse_execution(execution, default_name)
     if isinstance(space, ExecutionCPU):
-        if operand_device == "cuda":
+        if operand_device == "cuda" and not cpu_for_device:
             raise InvalidOptionError(
                 "execution must be 'cuda' for operands in device memory, got CPU execution; "
                 "copy the operands to the host to run on the CPU")

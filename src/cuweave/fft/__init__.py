@@ -7,12 +7,13 @@ Python are compiled to LTO-IR with :func:`compile_prolog` / :func:`compile_epilo
 
 from __future__ import annotations
 
+from .._internal.errors import UnsupportedLayoutError
 from . import _numpy_api as numpy  # noqa: F401  (the NumPy-style namespace cuweave.fft.numpy)
 from . import scipy_backend  # for scipy.fft.set_backend
 from ._callbacks import compile_epilog, compile_prolog
 from ._numpy_api import fft2, fftn, hfft, ifft2, ifftn, ihfft, irfft2, irfftn, rfft2, rfftn
 from ._options import DeviceCallable, ExecutionCPU, ExecutionCUDA, FFTDirection, FFTOptions
-from .fft import FFT, fft, ifft, irfft, plan_cache, rfft
+from .fft import FFT, estimate_workspace_size, fft, ifft, irfft, plan_cache, rfft
 
 __all__ = [
     "FFT",
@@ -28,6 +29,8 @@ __all__ = [
     "compile_prolog",
     "compile_epilog",
     "plan_cache",
+    "UnsupportedLayoutError",
+    "estimate_workspace_size",
     "fft2",
     "ifft2",
     "fftn",

@@ -18,7 +18,7 @@ from .._internal import cuda
 from .._internal.errors import InvalidOptionError
 from . import _callbacks as cb
 
-__all__ = ["CudaPlan", "on_device"]
+__all__ = ["CudaPlan", "on_device", "make_plan", "estimate_workspace"]
 
 _HALF = frozenset(["float16", "complex32"])
 _EXEC_TYPE = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
@@ -178,14 +178,7 @@ class CudaPlan:
             self.handle, symbol, c.ltoir, c.size, cb_type, c.data))
 
     def _make(self, spec) -> int:
-        """``cufftXtMakePlanMany`` (every precision; the entry point LTO callbacks work with)."""
-        lay = spec.layout
-        in_embed, out_embed = (None, None) if _basic(spec) else (lay.inp.embed, lay.out.embed)
-        exec_t = DATA_TYPE[_EXEC_TYPE.get(spec.dtype, spec.dtype)]
-        return cufft.xt_make_plan_many(
-            self.handle, len(lay.n), lay.n, in_embed, lay.inp.stride, lay.inp.dist,
-            DATA_TYPE[spec.dtype], out_embed, lay.out.stride, lay.out.dist,
-            DATA_TYPE[spec.out_dtype], lay.batch, exec_t)
+        return make_plan(self.handle, spec)
 
     def set_stream(self, stream: int) -> None:
         cufft.set_stream(self.handle, stream)
@@ -198,6 +191,30 @@ class CudaPlan:
         self._keep = []
         if h is not None:
             cufft.destroy(h)
+
+
+def make_plan(handle: int, spec) -> int:
+    """``cufftXtMakePlanMany`` for ``spec`` (``fft_type``, ``dtype``, ``out_dtype``,
+    ``layout``; every precision, the entry point LTO callbacks work with); the work size."""
+    lay = spec.layout
+    in_embed, out_embed = (None, None) if _basic(spec) else (lay.inp.embed, lay.out.embed)
+    exec_t = DATA_TYPE[_EXEC_TYPE.get(spec.dtype, spec.dtype)]
+    return cufft.xt_make_plan_many(
+        handle, len(lay.n), lay.n, in_embed, lay.inp.stride, lay.inp.dist,
+        DATA_TYPE[spec.dtype], out_embed, lay.out.stride, lay.out.dist,
+        DATA_TYPE[spec.out_dtype], lay.batch, exec_t)
+
+
+def estimate_workspace(device_id: int, spec) -> int:
+    """Work-area bytes of a plan for ``spec``: a plan made on a fresh handle with automatic
+    allocation off (nothing allocated), then destroyed."""
+    with on_device(device_id):
+        handle = cufft.create()
+        try:
+            cufft.set_auto_allocation(handle, False)
+            return int(make_plan(handle, spec))
+        finally:
+            cufft.destroy(handle)
 
 
 def _check_user_data(ptr: int, device_id: int, kind: str) -> None:

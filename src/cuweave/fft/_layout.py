@@ -16,7 +16,7 @@ from .._internal.arrays import c_strides
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 
 __all__ = ["CufftLayout", "LayoutPlan", "coerce_axes", "normalize_axes", "fft_lengths",
-           "plan_layouts", "c_strides"]
+           "plan_layouts", "c_strides", "dense_strides", "supported_order"]
 
 MAX_RANK = 3
 
@@ -134,7 +134,9 @@ def fft_lengths(shape, axes, fft_type: str, parity: str) -> tuple[tuple[int, ...
 
 
 
-def _dense_strides(shape, perm) -> tuple[int, ...]:
+def dense_strides(shape, perm) -> tuple[int, ...]:
+    """Element strides of a dense array of ``shape`` whose axes lie in ``perm`` order
+    (outermost first)."""
     strides = [0] * len(shape)
     acc = 1
     for a in reversed(perm):
@@ -203,15 +205,31 @@ def _overlaps(shape, strides) -> bool:
     return False
 
 
+def supported_order(shape, strides, axes, fft_type: str) -> tuple[int, ...]:
+    """An axis order (outermost first) in which a dense copy is always expressible: the batch
+    axes outermost, then the transformed ones (the halved axis innermost for R2C/C2R), each
+    group in the operand's own stride order (so the copy reads it as sequentially as it can)."""
+    batch = _stride_order(shape, strides, [a for a in range(len(shape)) if a not in axes])
+    if fft_type in ("R2C", "C2R"):
+        inner = _stride_order(shape, strides, axes[:-1]) + [axes[-1]]
+    else:
+        inner = _stride_order(shape, strides, axes)
+    return tuple(batch) + tuple(inner)
+
+
 def _unsupported(ndim, axes, fft_type, why) -> UnsupportedLayoutError:
+    """The error, with nvmath-python's attributes: ``permutation`` (apply to the operand, and
+    copy) and ``axes`` (the transformed axes of the permuted copy); ``message``."""
     batch = [a for a in range(ndim) if a not in axes]
     perm = tuple(batch) + tuple(axes)
     k = len(axes)
     new_axes = tuple(range(ndim - k, ndim))
-    return UnsupportedLayoutError(
-        f"the operand layout cannot be expressed for cuFFT ({why}); copy the operand with "
-        f"the axes permuted to {perm} (e.g. x.transpose({perm}).copy()) and transform "
-        f"axes {new_axes}", permutation=perm)
+    msg = (f"the operand layout cannot be expressed for cuFFT ({why}); copy the operand with "
+           f"the axes permuted to {perm} (e.g. x.transpose({perm}).copy()) and transform "
+           f"axes {new_axes}")
+    err = UnsupportedLayoutError(msg, permutation=perm)
+    err.axes, err.message = new_axes, msg
+    return err
 
 
 def plan_layouts(shape, strides, axes, fft_type: str, out_shape, *, inplace: bool,
@@ -243,11 +261,11 @@ def plan_layouts(shape, strides, axes, fft_type: str, out_shape, *, inplace: boo
     batch, idist = coll
     if out_strides is None:
         out_perm = _result_perm(shape, strides, axes, order, batch_order, result_layout)
-        out_strides = _dense_strides(out_shape, out_perm)
+        out_strides = dense_strides(out_shape, out_perm)
         if result_layout == "natural" and not _expressible(out_shape, out_strides, order,
                                                            batch_order):
             out_perm = tuple(batch_order) + tuple(order)
-            out_strides = _dense_strides(out_shape, out_perm)
+            out_strides = dense_strides(out_shape, out_perm)
     else:
         out_perm = tuple(_stride_order(out_shape, out_strides, range(ndim)))
     onest = _nest(out_shape, out_strides, order)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
+
 from .._internal import cuda
 from .._internal.dtypes import ITEMSIZE
 from .._internal.errors import CufftError
@@ -89,7 +91,7 @@ def build_run(f):
                 given.value = ptr
             if staged:
                 tmp_in.value = bufs.get("in", in_bytes, s)
-                shared_stager().upload(f._op.host_array(), tmp_in.value, s)
+                shared_stager().upload(host_in(f), tmp_in.value, s)
                 in_c = tmp_in
             elif c2r_copy:  # cuFFT's C2R overwrites its input: transform a copy
                 tmp_in.value = bufs.get("c2r_in", in_bytes, s)
@@ -133,11 +135,25 @@ def build_run(f):
     return run
 
 
+def host_in(f):
+    """The host operand as the stager uploads it: in its own dense order, or transposed into
+    the order of a layout cuFFT can express (``spec.stage_perm``; the copy is C-dense)."""
+    x = f._op.host_array()
+    perm = f._spec.stage_perm
+    return x if perm is None else np.ascontiguousarray(x.transpose(perm))
+
+
 def _stage_out(f, pkg, out_ptr, s):
     """Download the result of a run on a host operand (into it, when in place)."""
     spec = f._spec
     if spec.inplace:
-        shared_stager().download(out_ptr, f._op.host_array(), s)
+        x, perm = f._op.host_array(), spec.stage_perm
+        if perm is None:
+            shared_stager().download(out_ptr, x, s)
+        else:
+            tmp = np.empty(tuple(spec.shape[p] for p in perm), dtype=x.dtype)
+            shared_stager().download(out_ptr, tmp, s)
+            x.transpose(perm)[...] = tmp
         return f._in_obj
     perm = spec.layout.out_perm
     host = empty(f._op, tuple(spec.out_shape[p] for p in perm), spec.out_dtype)

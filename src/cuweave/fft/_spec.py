@@ -9,21 +9,29 @@ from __future__ import annotations
 
 import math
 
-from .._internal.errors import InvalidOperandError, InvalidOptionError
-from .._internal.options import ExecutionCPU, resolve_execution
+from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
+from .._internal.overlap import check_no_self_overlap
 from .._internal.packages import wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
+    dense_strides,
     fft_lengths,
     normalize_axes,
     plan_layouts,
+    supported_order,
 )
 from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
            "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
-           "callback_fast_key"]
+           "callback_fast_key", "public_key", "OperandTypeError"]
+
+
+class OperandTypeError(InvalidOperandError, TypeError):
+    """An operand of the wrong kind (a masked array, another package than the planned one):
+    also a ``TypeError``, as nvmath-python raises there."""
 
 _REAL = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
 _COMPLEX = {v: k for k, v in _REAL.items()}
@@ -31,10 +39,63 @@ _COMPLEX = {v: k for k, v in _REAL.items()}
 
 def wrap(operand, name: str = "operand"):
     """``wrap_operand`` with torch's lazy conjugation resolved (FFTs need the logical values)."""
+    if getattr(operand, "mask", None) is not None and _is_masked(operand):
+        raise OperandTypeError(
+            f"{name} must be a plain array (masked arrays are not supported: their mask would "
+            f"be ignored), got {type(operand).__name__}; pass x.filled(value) or x.data")
     op = wrap_operand(operand, name)
     if op.conj:
         op = wrap_operand(op.obj.resolve_conj(), name)
     return op
+
+
+_DTYPES = ("float16", "float32", "float64", "complex32", "complex64", "complex128")
+
+
+def metadata_operand(shape, dtype, memory_space, strides=None, execution=None):
+    """An :class:`Operand` with no data, from metadata (:meth:`FFT.create_key_from_metadata`)."""
+    from .._internal.arrays import Operand
+    from .._internal.options import ExecutionCUDA
+
+    if memory_space not in ("cpu", "cuda"):
+        raise InvalidOptionError(f"memory_space must be 'cpu' or 'cuda', got {memory_space!r}")
+    shape = _int_tuple(shape, "shape", 0)
+    if dtype not in _DTYPES:
+        raise InvalidOperandError(f"dtype must be one of {list(_DTYPES)}, got {dtype!r}")
+    if strides is None:
+        strides = c_strides(shape)
+    strides = _int_tuple(strides, "strides", None)
+    if len(strides) != len(shape):
+        raise InvalidOperandError(
+            f"strides must have one entry per dimension of shape {shape!r}, got {strides!r}")
+    device_id = None
+    if memory_space == "cuda":
+        device_id = 0
+        if isinstance(execution, ExecutionCUDA):
+            device_id = execution.device_id
+        elif isinstance(execution, dict) and isinstance(execution.get("device_id"), int):
+            device_id = execution["device_id"]
+    return Operand(None, "metadata", 0, shape, strides, dtype, memory_space, device_id)
+
+
+def _int_tuple(values, name: str, low) -> tuple[int, ...]:
+    import operator
+
+    try:
+        out = tuple(operator.index(v) for v in values if not isinstance(v, bool))
+        ok = len(out) == len(values) and (low is None or all(v >= low for v in out))
+    except TypeError:
+        ok = False
+    if not ok:
+        what = "non-negative ints" if low == 0 else "ints"
+        raise InvalidOperandError(f"{name} must be a sequence of {what}, got {values!r}")
+    return out
+
+
+def _is_masked(x) -> bool:
+    import numpy as np
+
+    return isinstance(x, np.ma.MaskedArray)
 
 
 def infer_fft_type(dtype: str, fft_type: str | None) -> str:
@@ -86,7 +147,7 @@ def coerce_callable(value, name: str) -> DeviceCallable | None:
             raise InvalidOptionError(
                 f"{name} keys must be among ['data', 'ltoir', 'size', 'symbol'], got {unknown!r}")
         return DeviceCallable(**value)
-    raise InvalidOptionError(f"{name} must be a DeviceCallable, a dict or None, got {value!r}")
+    raise OptionTypeError(f"{name} must be a DeviceCallable, a dict or None, got {value!r}")
 
 
 def execution_space(execution, op):
@@ -94,7 +155,8 @@ def execution_space(execution, op):
     if execution is None and op.device == "cpu":
         return _DEFAULT_CPU
     return resolve_execution(execution, operand_device=op.device,
-                             operand_device_id=op.device_id, host_default="cpu")
+                             operand_device_id=op.device_id, host_default="cpu",
+                             cpu_for_device=True, name_from_operands=True)
 
 
 _DEFAULT_CPU = ExecutionCPU()
@@ -105,19 +167,32 @@ class Spec:
 
     __slots__ = ("package", "device", "space", "device_id", "cuda", "staged", "shape", "strides",
                  "dtype", "out_dtype", "axes", "fft_type", "lengths", "out_shape", "inplace",
-                 "options", "layout", "dev_strides", "n_points")
+                 "options", "layout", "dev_strides", "n_points", "stage_perm", "to_host")
 
     def __repr__(self) -> str:
         return (f"Spec({self.fft_type}, {self.dtype}->{self.out_dtype}, shape={self.shape}, "
                 f"axes={self.axes}, {'cuda' if self.cuda else 'cpu'})")
 
 
-def _staged_strides(op) -> tuple[int, ...]:
-    """Strides of the device copy of a host operand (what the stager uploads)."""
-    arr = op.host_array()
-    if not arr.flags.c_contiguous and arr.flags.f_contiguous:
-        return op.strides
-    return c_strides(op.shape)
+def _staged_layout(s: Spec) -> tuple[tuple[int, ...], tuple | None]:
+    """(strides, permutation) of the device copy of a host operand (what the stager uploads).
+
+    The copy keeps the operand's order when it is dense in C or Fortran order and cuFFT can
+    express it (one straight upload); otherwise it is laid out with the batch axes outermost
+    and the transformed axes innermost (``perm``: the upload transposes into that order).
+    """
+    f_strides = dense_strides(s.shape, tuple(reversed(range(len(s.shape)))))
+    c_order = c_strides(s.shape)
+    # the stager uploads a host array in its own order when it is Fortran- but not C-dense
+    fortran = _dense_as(s.shape, s.strides, f_strides) and not _dense_as(s.shape, s.strides,
+                                                                         c_order)
+    keep = f_strides if fortran else c_order
+    try:
+        _layout_for(s, keep)
+        return keep, None
+    except UnsupportedLayoutError:
+        perm = supported_order(s.shape, s.strides, s.axes, s.fft_type)
+        return dense_strides(s.shape, perm), perm
 
 
 def build_spec(op, axes, options, execution) -> Spec:
@@ -141,25 +216,66 @@ def build_spec(op, axes, options, execution) -> Spec:
         raise InvalidOperandError(f"operand must not be empty, got shape {op.shape!r}")
     s.n_points = math.prod(s.lengths)
     s.inplace = options.inplace
-    s.layout = None
+    if s.inplace:  # the result overwrites the operand: every element needs its own address
+        check_no_self_overlap(op, "operand")
+    s.layout, s.stage_perm = None, None
+    s.to_host = op.device == "cuda" and not s.cuda  # CPU execution of a device operand
     s.dev_strides = op.strides
     if s.cuda:
         if s.staged:
-            s.dev_strides = _staged_strides(op)
-        s.layout = _cuda_layout(s)
+            s.dev_strides, s.stage_perm = _staged_layout(s)
+        s.layout = _layout_for(s, s.dev_strides)
     return s
 
 
-def _cuda_layout(s: Spec) -> LayoutPlan:
-    return plan_layouts(s.shape, s.dev_strides, s.axes, s.fft_type, s.out_shape,
+def _dense_as(shape, strides, want) -> bool:
+    """NumPy's contiguity flags from strides (axes of length 1 ignored)."""
+    return all(a == b for a, b, n in zip(strides, want, shape) if n > 1)
+
+
+def _layout_for(s: Spec, strides) -> LayoutPlan:
+    return plan_layouts(s.shape, strides, s.axes, s.fft_type, s.out_shape,
                         inplace=s.inplace, result_layout=s.options.result_layout,
-                        out_strides=s.dev_strides if s.inplace else None)
+                        out_strides=strides if s.inplace else None)
 
 
-def _callable_key(c) -> tuple | None:
+def _plan_args(s: Spec, layout: LayoutPlan) -> tuple:
+    lay = layout
+    return (s.fft_type, s.dtype, s.out_dtype, s.inplace, lay.n, lay.batch,
+            (lay.inp.embed, lay.inp.stride, lay.inp.dist),
+            (lay.out.embed, lay.out.stride, lay.out.dist))
+
+
+def plan_args(s: Spec) -> tuple:
+    """What the transform library is asked to do for ``s``: the type, dtypes, lengths, batch
+    and both sides' (embed, stride, dist), whatever the operand's axis names. Operands whose
+    batch axes are rearranged (``(2, 3, 64)`` and ``(3, 2, 64)``, axes ``(2,)``) give equal
+    arguments. Taken from the operand's own layout (from the copy the transform reads when
+    cuFFT cannot express it; from shape, strides and axes when neither can be planned)."""
+    if s.layout is not None and not s.staged:
+        return _plan_args(s, s.layout)
+    try:
+        return _plan_args(s, _layout_for(s, s.strides))
+    except UnsupportedLayoutError:
+        if s.layout is not None:
+            return ("copy",) + _plan_args(s, s.layout)
+        return ("strided", s.fft_type, s.dtype, s.inplace, s.shape, s.strides, s.axes,
+                s.out_shape)
+
+
+def public_key(s: Spec, prolog=None, epilog=None) -> tuple:
+    """:meth:`FFT.create_key`'s key: ``(plan arguments, callbacks, execution space)``."""
+    callbacks = None
+    if prolog is not None or epilog is not None:
+        callbacks = (_callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
+    where = ("cuda", s.space.device_id) if s.cuda else ("cpu", s.space.num_threads)
+    return plan_args(s), callbacks, where
+
+
+def _callable_key(c, name: str) -> tuple | None:
     if c is None:
         return None
-    return coerce_callable(c, "callback").key()
+    return coerce_callable(c, name).key()
 
 
 def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
@@ -176,7 +292,7 @@ def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
             normalize_axes(axes, len(op.shape)), options.fft_type, options.inplace,
             options.last_axis_parity, options.result_layout, options.blocking,
             id(options.allocator) if options.allocator is not None else None, where,
-            _callable_key(prolog), _callable_key(epilog))
+            _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
 
 
 def callback_fast_key(c):

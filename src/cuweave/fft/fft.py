@@ -13,12 +13,14 @@ import ctypes
 import operator
 import time
 
+from .._internal import cuda
 from .._internal.arrays import Operand
 from .._internal.cache import PlanCache
 from .._internal.errors import (
     InvalidOperandError,
     InvalidOptionError,
     InvalidStateError,
+    UnsupportedLayoutError,
 )
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
@@ -26,22 +28,27 @@ from .._internal.options import coerce_options
 from .._internal.packages import adapter, probe, resolve_stream
 from .._internal.resources import StreamResources
 from ._cpu import CpuPlan
-from ._cuda_plan import CudaPlan
-from ._layout import coerce_axes
+from ._cross import check_writable, download, upload_result
+from ._cuda_plan import CudaPlan, estimate_workspace
+from ._layout import CufftLayout, LayoutPlan, coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._run import build_run
 from ._spec import (
+    OperandTypeError,
     build_spec,
     callback_fast_key,
     coerce_callable,
     default_direction,
     execution_space,
+    metadata_operand,
     norm_scale,
+    plan_args,
+    public_key,
     spec_key,
     wrap,
 )
 
-__all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "plan_cache"]
+__all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "plan_cache", "estimate_workspace_size"]
 
 _log = get_logger("fft")
 _DIRECTIONS = {"forward": FFTDirection.FORWARD, "inverse": FFTDirection.INVERSE,
@@ -80,7 +87,7 @@ def _direction(value, fft_type: str) -> FFTDirection:
 
 
 def _check_norm(norm):
-    if norm not in NORMS:
+    if norm is not None and not (type(norm) is str and norm in NORMS):
         raise InvalidOptionError(f"norm must be one of {NORMS}, got {norm!r}")
     return norm
 
@@ -153,29 +160,57 @@ class FFT(StatefulObject):
         """Store ``stream`` for later executions (validated only with CPU execution)."""
         if stream is not None:
             holder = self._resolve(stream)
-            if self._spec.cuda:  # keep the user's stream object alive while its handle is kept
+            if self._spec.cuda or self._spec.to_host:  # keep the stream object alive too
                 self._stream, self._stream_holder = holder.ptr, holder
 
     def reset_operand(self, operand=None, *, stream=None) -> None:
-        """Point the plan at a new operand with the same metadata; ``None`` releases it."""
+        """Point the plan at a new operand; ``None`` releases it.
+
+        The new operand must come from the same package (else an :class:`OperandTypeError`,
+        also a ``TypeError``), have the same dtype and live on the same device; its shape and
+        strides may differ where the same plan runs it (equal :meth:`create_key`, e.g. batch
+        axes rearranged): the result then follows the new operand's shape.
+        """
         self._require_valid("reset_operand")
         if operand is None:
             self.release_operand()
             return
         op = wrap(operand)
         s = self._spec
-        got = (op.package, op.device, op.device_id if op.device == "cuda" else None, op.shape,
-               op.strides, op.dtype)
-        want = (s.package, s.device, s.device_id if s.device == "cuda" else None,
-                s.shape, s.strides, s.dtype)
+        if op.package != s.package:
+            raise OperandTypeError(
+                f"operand must come from the planned operand's package {s.package!r}, got "
+                f"{op.package!r}")
+        got = (op.device, op.device_id if op.device == "cuda" else None, op.dtype)
+        want = (s.device, s.device_id if s.device == "cuda" else None, s.dtype)
         if got != want:
-            names = ("package", "memory space", "device", "shape", "strides", "dtype")
+            names = ("memory space", "device", "dtype")
             diff = [f"{n} {w!r} vs {g!r}" for n, g, w in zip(names, got, want) if g != w]
             raise InvalidOperandError(
                 f"operand must match the planned operand's metadata, got different "
                 f"{', '.join(diff)}")
+        if (op.shape, op.strides) != (s.shape, s.strides):
+            self._respecify(op)
         self._set_operand(op)
         self._set_stream(stream)
+
+    def _respecify(self, op) -> None:
+        """Adopt ``op``'s shape and strides when the planned transform runs it unchanged."""
+        s = self._spec
+        try:
+            new = build_spec(op, s.axes, self.options, s.space)
+            same = plan_args(new) == plan_args(s) and (
+                s.layout is None or _exec_args(new) == _exec_args(s))
+        except (InvalidOperandError, UnsupportedLayoutError):
+            same = False
+        if not same:
+            raise InvalidOperandError(
+                f"operand must have a layout the planned transform runs (shape {s.shape!r}, "
+                f"strides {s.strides!r}, axes {s.axes!r}, or the same with batch axes "
+                f"rearranged), got shape {op.shape!r} and strides {op.strides!r}")
+        self._spec = new
+        if self._run is not None:
+            self._run = build_run(self)
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
         """Like :meth:`reset_operand` without checks (the caller guarantees matching metadata)."""
@@ -216,20 +251,52 @@ class FFT(StatefulObject):
 
     # ---- keys ------------------------------------------------------------------------------
     def get_key(self, *, prolog=None, epilog=None):
-        """The plan-cache key of this object (see :meth:`create_key`)."""
+        """The key of this object's transform with these callbacks (see :meth:`create_key`)."""
         self._require_valid("get_key")
-        op = self._op
-        if op is None:
-            raise InvalidStateError("FFT.get_key() needs an operand; call reset_operand first")
-        return spec_key(op, self._spec.axes, self.options, self._spec.space, prolog, epilog)
+        return public_key(self._spec, prolog, epilog)
 
     @staticmethod
     def create_key(operand, *, axes=None, options=None, execution=None, prolog=None,
                    epilog=None):
-        """A hashable key identifying the plan for these arguments (no planning done)."""
+        """A hashable key of the transform these arguments describe (no planning done).
+
+        The key is ``(plan arguments, callbacks, execution space)``: operands whose layouts
+        give the library the same arguments (batch axes rearranged, for instance) share a
+        key, and one :class:`FFT` object runs them all (:meth:`reset_operand`). Only the
+        operand's metadata is read. For :func:`estimate_workspace_size`; see also
+        :meth:`create_key_from_metadata`.
+        """
         options = coerce_options(options, FFTOptions, "options")
         op = wrap(operand)
-        return spec_key(op, axes, options, execution_space(execution, op), prolog, epilog)
+        return public_key(build_spec(op, axes, options, execution), prolog, epilog)
+
+    @staticmethod
+    def create_key_from_metadata(shape, dtype, memory_space, *, strides=None, axes=None,
+                                 options=None, execution=None, prolog=None, epilog=None):
+        """:meth:`create_key` from an operand's metadata alone (no array needed).
+
+        Parameters
+        ----------
+        shape : sequence of int
+        dtype : str
+            'float16', 'float32', 'float64', 'complex32', 'complex64' or 'complex128'.
+        memory_space : {'cpu', 'cuda'}
+            Where the operand would live; the default execution space follows it.
+        strides : sequence of int, optional
+            In elements; default: C order.
+        axes, options, execution, prolog, epilog
+            As for :meth:`create_key`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> key = FFT.create_key_from_metadata((8, 64), "complex64", "cpu", axes=(1,))
+        >>> key == FFT.create_key(np.zeros((8, 64), np.complex64), axes=(1,))
+        True
+        """
+        options = coerce_options(options, FFTOptions, "options")
+        op = metadata_operand(shape, dtype, memory_space, strides, execution)
+        return public_key(build_spec(op, axes, options, execution), prolog, epilog)
 
     # ---- planning ---------------------------------------------------------------------------
     def plan(self, *, prolog=None, epilog=None, stream=None, direction=None, norm=None):
@@ -250,6 +317,8 @@ class FFT(StatefulObject):
         self._freed = False
         t0 = time.perf_counter()
         if not spec.cuda:
+            if spec.to_host:
+                check_writable(self._op, spec.inplace)
             if prolog is not None or epilog is not None:
                 raise InvalidOptionError(
                     "prolog and epilog must be None with CPU execution, got a callback")
@@ -303,6 +372,14 @@ class FFT(StatefulObject):
 
     def _execute_cpu(self, d):
         spec = self._spec
+        if spec.to_host:  # a device operand: to the host and back (as nvmath-python)
+            s = self._stream if self._stream is not None else self._resolve(None).ptr
+            res = self._cpu_plan.run(download(self._op, s), d, self._norm)
+            out = upload_result(self._op, res, spec.out_dtype, s, inplace=spec.inplace,
+                                allocator=self.options.allocator)
+            if self.options.blocking is True:
+                cuda.synchronize(s)
+            return out
         x = self._op.host_array()
         res = self._cpu_plan.run(x, d, self._norm)
         if spec.inplace:
@@ -340,6 +417,73 @@ def _is_operand(x) -> bool:
     return isinstance(x, Operand)
 
 
+def _exec_args(spec) -> tuple:
+    """The arguments the cuFFT plan was made with (those of the copy, for staged operands)."""
+    lay = spec.layout
+    return (lay.n, lay.batch, lay.inp, lay.out)
+
+
+def estimate_workspace_size(key, *, technique="default", handle=None) -> int:
+    """Work-area bytes cuFFT needs for the transform of ``key`` (:meth:`FFT.create_key`,
+    :meth:`FFT.create_key_from_metadata` or :meth:`FFT.get_key`); 0 for CPU execution.
+
+    Parameters
+    ----------
+    key : tuple
+    technique : {'default', 'refined'}
+        Accepted as nvmath-python does; cuweave answers both by making the plan on a fresh
+        handle with automatic allocation off (nothing is allocated) and destroying it, which
+        is exact for the plans cuweave makes. Callbacks in the key are not considered.
+    handle : int, optional
+        Required with ``technique='refined'`` (as nvmath-python); its settings are not read.
+
+    Examples
+    --------
+    >>> key = FFT.create_key_from_metadata((16, 256), "complex64", "cpu", axes=(1,))
+    >>> estimate_workspace_size(key)
+    0
+    """
+    if technique not in ("default", "refined"):
+        raise InvalidOptionError(f"technique must be 'default' or 'refined', got {technique!r}")
+    args, where = _parse_key(key)
+    if where[0] == "cpu":
+        return 0
+    if technique == "refined" and (handle is None or isinstance(handle, bool)
+                                   or not isinstance(handle, int)):
+        raise InvalidOptionError(
+            f"handle must be a cuFFT handle (int) with technique='refined', got {handle!r}")
+    fft_type, dtype, out_dtype, _inplace, n, batch, inp, out = args
+    lay = LayoutPlan(order=(), n=n, batch=batch, batch_axes=(), inp=CufftLayout(*inp),
+                     out=CufftLayout(*out), out_perm=(), out_strides=())
+    spec = _PlanSpec(fft_type, dtype, out_dtype, lay)
+    return estimate_workspace(where[1], spec)
+
+
+class _PlanSpec:
+    """What :func:`~cuweave.fft._cuda_plan.make_plan` reads of a spec."""
+
+    __slots__ = ("fft_type", "dtype", "out_dtype", "layout")
+
+    def __init__(self, fft_type, dtype, out_dtype, layout):
+        self.fft_type, self.dtype, self.out_dtype, self.layout = (fft_type, dtype, out_dtype,
+                                                                  layout)
+
+
+def _parse_key(key):
+    bad = InvalidOptionError(
+        f"key must be a key made by FFT.create_key, FFT.create_key_from_metadata or "
+        f"FFT.get_key, got {key!r}")
+    if not (isinstance(key, tuple) and len(key) == 3 and isinstance(key[0], tuple)
+            and isinstance(key[2], tuple) and len(key[2]) == 2 and key[2][0] in ("cpu", "cuda")):
+        raise bad
+    args, where = key[0], key[2]
+    if args and args[0] == "copy":
+        args = args[1:]
+    if where[0] == "cuda" and (len(args) != 8 or args[0] not in ("C2C", "R2C", "C2R")):
+        raise bad
+    return args, where
+
+
 # ---- function forms ---------------------------------------------------------------------------
 #: Planned FFT objects of the function forms, keyed by spec key + direction + norm.
 plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
@@ -364,6 +508,7 @@ def _options_for(options, fft_type):
 
 def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
           fft_type):
+    _check_norm(norm)  # before it enters a key (an unhashable norm is a user error too)
     fast = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
