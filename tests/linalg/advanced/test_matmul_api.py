@@ -17,6 +17,7 @@ from cuweave._internal.errors import (
     InvalidStateError,
 )
 from cuweave.linalg.advanced import Matmul, enable_autotune_cache, matmul
+from tests.references import rel_l2
 
 CPU = {"execution": "cpu"}
 
@@ -325,3 +326,34 @@ def test_host_bias_with_device_operands_is_a_value_error_naming_the_memory_space
                                          r"space as a \(cuda:0\), got host"):
         EpilogBinding(epilog_spec("bias"), {"bias": bias}, types.SimpleNamespace(swap=False),
                       None, {"a": dev}, None)
+
+
+# ---- fp8 bias types (cuBLASLt: the result's type; float32 results take bfloat16, fp8
+# results C's type) -----------------------------------------------------------------------------
+@pytest.mark.parametrize("result_type, ok, bad", [
+    ("float32", "bfloat16", ["float32", "float16"]),
+    ("bfloat16", "bfloat16", ["float32", "float16"]),
+    ("float16", "float16", ["float32", "bfloat16"]),
+    (None, "float16", ["bfloat16", "float32"]),  # an e4m3 result: C (float16 by default)
+])
+def test_fp8_bias_types(result_type, ok, bad):
+    from cuweave._internal.dtypes import numpy_dtype, to_float32
+
+    rng = np.random.default_rng(35)
+    e4m3 = numpy_dtype("float8_e4m3fn")
+    a, b = rand(rng, (16, 32)).astype(e4m3), rand(rng, (32, 8)).astype(e4m3)
+    options = {"result_type": result_type} if result_type else None
+    scales = {"a": 1.0, "b": 1.0}
+    bias = rand(rng, (16,))
+    got = matmul(a, b, epilog="bias", epilog_inputs={"bias": bias.astype(numpy_dtype(ok))},
+                 quantization_scales=scales, options=options, **CPU)
+    want = to_float32(a, "float8_e4m3fn").astype(np.float64) @ to_float32(b, "float8_e4m3fn")
+    want += to_float32(bias.astype(numpy_dtype(ok)), ok)[:, None]
+    name = result_type or "float8_e4m3fn"
+    tol = {"float32": 1e-6, "bfloat16": 1e-2, "float16": 2e-3, "float8_e4m3fn": 8e-2}[name]
+    assert rel_l2(to_float32(np.asarray(got), name), want) < tol
+    for dt in bad:
+        with pytest.raises(InvalidOperandError, match=rf"^epilog_inputs\['bias'\] dtype must be "
+                                                      rf"'{ok}', got '{dt}'"):
+            matmul(a, b, epilog="bias", epilog_inputs={"bias": bias.astype(numpy_dtype(dt))},
+                   quantization_scales=scales, options=options, **CPU)

@@ -149,3 +149,18 @@ def test_host_f_ordered_batch_on_cuda():
     b = rand(rng, (3, 6, 5))
     r = matmul(a, b, execution="cuda")
     assert rel_l2(r, a.astype(np.float64) @ b) < TOL
+
+
+@pytest.mark.parametrize("result_type", ["float32", "bfloat16"])
+def test_fp8_bfloat16_bias_on_cuda(result_type):
+    """cuBLASLt's fp8 table: a float32 or bfloat16 result takes a bfloat16 bias."""
+    t = torch()
+    rng = np.random.default_rng(57)
+    a = dev(rand(rng, (64, 64))).to(t.float8_e4m3fn)
+    b = dev(rand(rng, (64, 64))).to(t.float8_e4m3fn).T  # column-major: cuBLASLt's fp8 TN form
+    bias = dev(rand(rng, (64,))).to(t.bfloat16)
+    r = matmul(a, b, epilog="bias", epilog_inputs={"bias": bias},
+               quantization_scales={"a": 1.0, "b": 1.0}, options={"result_type": result_type})
+    assert r.dtype == getattr(t, result_type)
+    want = host64(a.float()) @ host64(b.float()) + host64(bias.float())[:, None]
+    assert rel_l2(host64(r.float()), want) < (1e-5 if result_type == "float32" else 1e-2)

@@ -17,6 +17,7 @@ from ._epilogs import (
     MatmulEpilog,
     aux_dtype,
     aux_layout,
+    bias_dtype,
     epilog_spec,
     validate_epilog_inputs,
 )
@@ -172,7 +173,10 @@ class EpilogBinding:
             op = self.inputs["bias"]
             axis = "n" if p.swap else "m"
             self.bias_bstride = bias_layout(op.shape, op.strides, axis, p.batch_shape)
-            want = d_dtype if not types["fp8"] else types["c_layout"]
+            # cuBLASLt's bias type: the result's, except for fp8 inputs: float32 results take
+            # a bfloat16 bias, fp8 results C's type (float16 or bfloat16)
+            want = d_dtype if not types["fp8"] else bias_dtype(
+                d_dtype, ab_dtype=types["a"], c_dtype=types["c_layout"])
             if op.dtype != want:
                 from ..._internal.errors import InvalidOperandError
 
@@ -208,7 +212,8 @@ class EpilogBinding:
             self.static.append((_A.BIAS_POINTER, ctypes.c_void_p(
                 self.inputs["bias"].ptr if spec.bias else _PLACEHOLDER)))
             if types["fp8"]:
-                bd = types["c_layout"] if spec.bias else "bfloat16"
+                bd = self.inputs["bias"].dtype if spec.bias else bias_dtype(
+                    d_dtype, ab_dtype=types["a"], c_dtype=types["c_layout"])
                 self.static.append((_A.BIAS_DATA_TYPE, int(DATA_TYPE[bd])))
 
     def static_attributes(self):

@@ -666,9 +666,7 @@ class Matmul(StatefulObject):
             alpha, beta = alpha * sa * sb * sd, beta * scc * sd
         execute_cpu(a, b, c, d, alpha=alpha, beta=beta, epilog=bind.lt, bias=bias,
                     aux_in=aux_in, aux_out=aux_out,
-                    dtypes={"a": t["a"] if not p.swap else t["b"],
-                            "b": t["b"] if not p.swap else t["a"], "c": t["c"] or t["d"],
-                            "d": t["d"]},
+                    dtypes=self._cpu_dtypes(p, t, bind),
                     compute_type=t["compute"], conj_a=conj_a, conj_b=conj_b,
                     num_threads=self._space.num_threads)
         if self.options.inplace and d_arr.ctypes.data != ops["c"].ptr:  # a staged copy
@@ -681,6 +679,20 @@ class Matmul(StatefulObject):
                                                    initial=0.0) / (sd if sd else 1.0))
         self._remember_aux(aux)
         return res.obj, out
+
+    @staticmethod
+    def _cpu_dtypes(p, t, bind) -> dict:
+        """Storage dtypes of the CPU run's arrays in the lt frame: C's is the layout type
+        (fp8 results: float16 by default), the bias's and aux's the bound/planned ones."""
+        dtypes = {"a": t["a"] if not p.swap else t["b"], "b": t["b"] if not p.swap else t["a"],
+                  "c": t["c"] or t["c_layout"], "d": t["d"]}
+        if bind.spec.bias:
+            dtypes["bias"] = bind.inputs["bias"].dtype
+        if bind.spec.aux_input:
+            dtypes["aux_in"] = bind.inputs[bind.spec.aux_input].dtype
+        for _user, ltname, _shape, _strides, dtype in bind.outputs:
+            dtypes[ltname] = dtype
+        return dtypes
 
     def _remember_aux(self, aux) -> None:
         for user, op in aux.values():
