@@ -14,7 +14,7 @@ import numpy as np
 from ..._internal.cache import PlanCache
 from ..._internal.packages import probe, wrap_operand
 from ._binding import _input_name, alignment
-from ._checks import _check_algorithm, _freeze, _input_key, _op_key
+from ._checks import _check_algorithm, _freeze, _input_key, _op_key, _scalar
 from ._epilogs import epilog_spec, validate_epilog_inputs
 from .matmul import Matmul
 
@@ -72,6 +72,10 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     fast, mm, looked_up = None, None, False
     if epilog is not None:  # validated before keying: 2.0 or True must never hit RELU's plan
         epilog = epilog_spec(epilog).epilog
+    if alpha is not None and type(alpha) is not float:  # a cached plan skips the checks
+        _scalar(alpha, None, "alpha")
+    if beta is not None and type(beta) is not float:
+        _scalar(beta, None, "beta")
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
