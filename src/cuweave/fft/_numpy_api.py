@@ -26,23 +26,17 @@ import operator
 import sys
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+from .._internal.options import OptionTypeError  # an argument of the wrong type (a float n)
+from ._options import NORMS as _NORMS
 from ._options import FFTOptions
+from ._spec import OperandTypeError  # an operand of the wrong kind (complex for a real FFT)
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn",
            "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
 
-_NORMS = (None, "backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 _MAX_GROUP = 3  # cuFFT transforms at most 3 axes in one plan
-
-
-class OperandTypeError(InvalidOperandError, TypeError):
-    """An operand of the wrong kind (e.g. complex data for a real-input transform)."""
-
-
-class OptionTypeError(InvalidOptionError, TypeError):
-    """An argument of the wrong type (e.g. a float ``n``)."""
 
 
 class AxisError(InvalidOptionError, IndexError):
@@ -189,7 +183,7 @@ def working_precision(ops, x, name: str = "x") -> str:
 # ---- arguments ----------------------------------------------------------------------------------
 def check_norm(norm) -> str:
     """NumPy's ``norm`` (``None`` is ``'backward'``), validated."""
-    if norm not in _NORMS:
+    if norm is not None and not (type(norm) is str and norm in _NORMS):
         raise InvalidOptionError(
             f"norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}")
     return norm or "backward"

@@ -57,10 +57,12 @@ def metadata_operand(shape, dtype, memory_space, strides=None, execution=None):
     from .._internal.arrays import Operand
     from .._internal.options import ExecutionCUDA
 
-    if memory_space not in ("cpu", "cuda"):
+    if not (isinstance(memory_space, str) and memory_space in ("cpu", "cuda")):
         raise InvalidOptionError(f"memory_space must be 'cpu' or 'cuda', got {memory_space!r}")
     shape = _int_tuple(shape, "shape", 0)
-    if dtype not in _DTYPES:
+    if not shape:
+        raise InvalidOperandError(f"shape must have at least one dimension, got {shape!r}")
+    if not (isinstance(dtype, str) and dtype in _DTYPES):
         raise InvalidOperandError(f"dtype must be one of {list(_DTYPES)}, got {dtype!r}")
     if strides is None:
         strides = c_strides(shape)
@@ -146,7 +148,10 @@ def coerce_callable(value, name: str) -> DeviceCallable | None:
         if unknown:
             raise InvalidOptionError(
                 f"{name} keys must be among ['data', 'ltoir', 'size', 'symbol'], got {unknown!r}")
-        return DeviceCallable(**value)
+        try:
+            return DeviceCallable(**value)
+        except InvalidOptionError as e:  # name the parameter: "prolog.ltoir must be ..."
+            raise type(e)(f"{name}.{e}") from None
     raise OptionTypeError(f"{name} must be a DeviceCallable, a dict or None, got {value!r}")
 
 

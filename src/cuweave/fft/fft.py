@@ -355,6 +355,9 @@ class FFT(StatefulObject):
         hot = self._hot  # None unless planned on CUDA with an operand
         if hot is not None and direction is None and stream is None and not release_workspace:
             return hot(self)
+        if not isinstance(release_workspace, bool):
+            raise InvalidOptionError(
+                f"release_workspace must be a bool, got {release_workspace!r}")
         if not self._planned:
             self._require_planned("execute")
         if self._in_obj is None:
@@ -443,7 +446,7 @@ def estimate_workspace_size(key, *, technique="default", handle=None) -> int:
     >>> estimate_workspace_size(key)
     0
     """
-    if technique not in ("default", "refined"):
+    if not (isinstance(technique, str) and technique in ("default", "refined")):
         raise InvalidOptionError(f"technique must be 'default' or 'refined', got {technique!r}")
     args, where = _parse_key(key)
     if where[0] == "cpu":
