@@ -271,3 +271,56 @@ def test_staged_host_operand_in_an_unexpressible_order_is_copied_into_one(fake, 
         f.plan()
         y = f.execute()
     assert y.shape == (4, 6, 5) and uploads == [((4, 5, 6), True)]
+
+
+class _HostMemoryStager:
+    """Under the fakes, "device" pointers are torch CPU memory: copies are plain memmoves."""
+
+    def download(self, src_ptr, dst, stream):
+        import ctypes
+
+        assert dst.flags.c_contiguous
+        ctypes.memmove(dst.ctypes.data, src_ptr, dst.nbytes)
+
+    def upload(self, src, dst_ptr, stream):
+        import ctypes
+
+        src = np.ascontiguousarray(src)
+        ctypes.memmove(dst_ptr, src.ctypes.data, src.nbytes)
+
+
+@pytest.mark.parametrize("kind", ["C2C", "R2C", "C2R", "C2C-inplace", "C2C-inplace-strided",
+                                  "C2C-sliced"])
+def test_device_operand_with_cpu_execution_round_trip(fake, monkeypatch, kind):
+    """The download, CPU transform and upload of a device operand, numerically (the fakes'
+    device memory is host memory)."""
+    import sys
+
+    torch = pytest.importorskip("torch")
+    from cuweave._internal import packages
+
+    monkeypatch.setattr(sys.modules["cuweave.fft._cross"], "shared_stager",
+                        lambda: _HostMemoryStager())
+    monkeypatch.setattr(packages.TORCH, "broadcast_into",
+                        lambda dst, src, shape, stream, device_id: dst.copy_(src))
+    fft_type = kind.split("-")[0]
+    dtype = "float64" if fft_type == "R2C" else "complex128"
+    h = rng_array((6, 10), dtype)
+    base = torch.from_numpy(h.copy())
+    x = base[:, ::2] if kind.endswith(("strided", "sliced")) else base
+    src = x.numpy().copy()
+    guard = base.numpy().copy()
+    opts = {"inplace": True} if "inplace" in kind else {}
+    fn = {"C2C": F.fft, "R2C": F.rfft, "C2R": F.irfft}[fft_type]
+    y = fn(x, axes=(1,), execution="cpu", options=opts)
+    assert isinstance(y, torch.Tensor)
+    direction = "inverse" if fft_type == "C2R" else "forward"
+    want = reference(src, fft_type, direction, (1,), out_last=2 * (src.shape[1] - 1))
+    assert rel_l2(y.numpy(), want) < 1e-12
+    if "inplace" in kind:
+        assert y is x
+        if kind.endswith("strided"):  # the gaps between the elements stay as they were
+            np.testing.assert_array_equal(base.numpy()[:, 1::2], guard[:, 1::2])
+    else:
+        np.testing.assert_array_equal(base.numpy(), guard)
+    assert fake.calls["cufftCreate"] == 0

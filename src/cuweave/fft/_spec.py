@@ -208,7 +208,7 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.options = options
     s.space = execution_space(execution, op)
     s.cuda = s.space.name == "cuda"
-    s.device_id = s.space.device_id if s.cuda else None
+    s.device_id = s.space.device_id if s.cuda else op.device_id  # None for host operands
     s.staged = s.cuda and op.device == "cpu"
     s.axes = normalize_axes(axes, len(op.shape))
     s.fft_type = infer_fft_type(op.dtype, options.fft_type)

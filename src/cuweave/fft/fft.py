@@ -29,7 +29,7 @@ from .._internal.packages import adapter, probe, resolve_stream
 from .._internal.resources import StreamResources
 from ._cpu import CpuPlan
 from ._cross import check_writable, download, upload_result
-from ._cuda_plan import CudaPlan, estimate_workspace
+from ._cuda_plan import CudaPlan, estimate_workspace, on_device
 from ._layout import CufftLayout, LayoutPlan, coerce_axes
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._run import build_run
@@ -376,12 +376,13 @@ class FFT(StatefulObject):
     def _execute_cpu(self, d):
         spec = self._spec
         if spec.to_host:  # a device operand: to the host and back (as nvmath-python)
-            s = self._stream if self._stream is not None else self._resolve(None).ptr
-            res = self._cpu_plan.run(download(self._op, s), d, self._norm)
-            out = upload_result(self._op, res, spec.out_dtype, s, inplace=spec.inplace,
-                                allocator=self.options.allocator)
-            if self.options.blocking is True:
-                cuda.synchronize(s)
+            with on_device(spec.device_id):
+                s = self._stream if self._stream is not None else self._resolve(None).ptr
+                res = self._cpu_plan.run(download(self._op, s), d, self._norm)
+                out = upload_result(self._op, res, spec.out_dtype, s, inplace=spec.inplace,
+                                    allocator=self.options.allocator)
+                if self.options.blocking is True:
+                    cuda.synchronize(s)
             return out
         x = self._op.host_array()
         res = self._cpu_plan.run(x, d, self._norm)
