@@ -357,3 +357,62 @@ def test_fp8_bias_types(result_type, ok, bad):
                                                       rf"'{ok}', got '{dt}'"):
             matmul(a, b, epilog="bias", epilog_inputs={"bias": bias.astype(numpy_dtype(dt))},
                    quantization_scales=scales, options=options, **CPU)
+
+
+# ---- the fp8 aux output's scale (epilog_inputs["aux_quantization_scale"], nvmath's) ------------
+def _fp8_gelu_problem():
+    from cuweave._internal.dtypes import numpy_dtype, to_float32
+
+    rng = np.random.default_rng(36)
+    e4m3 = numpy_dtype("float8_e4m3fn")
+    a, b = rand(rng, (16, 32)).astype(e4m3), rand(rng, (32, 8)).astype(e4m3)
+    pre = to_float32(a, "float8_e4m3fn").astype(np.float64) @ to_float32(b, "float8_e4m3fn")
+    return a, b, pre
+
+
+_FP8_GELU = dict(epilog="gelu_aux", quantization_scales={"a": 1.0, "b": 1.0},
+                 options={"result_type": "bfloat16"},
+                 preferences={"epilog": {"aux_type": "float8_e4m3fn"}}, **CPU)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.25, 2, np.float32(0.5), np.array([0.125], np.float32)])
+def test_fp8_aux_scale_as_a_scalar_or_array(scale):
+    from cuweave._internal.dtypes import to_float32
+
+    a, b, pre = _fp8_gelu_problem()
+    s = float(np.asarray(scale).reshape(-1)[0])
+    for _ in range(2):  # the second call: the function form's cached plan, value read again
+        _, aux = matmul(a, b, epilog_inputs={"aux_quantization_scale": scale}, **_FP8_GELU)
+        got = to_float32(aux["gelu_aux"], "float8_e4m3fn")[:16]
+        assert np.max(np.abs(got - s * pre)) <= np.max(np.abs(s * pre)) / 16 + 1e-6
+
+
+def test_fp8_aux_scale_value_is_not_part_of_the_cached_plan():
+    from cuweave._internal.dtypes import to_float32
+
+    a, b, pre = _fp8_gelu_problem()
+    for s in (1.0, 0.25, 0.5):
+        _, aux = matmul(a, b, epilog_inputs={"aux_quantization_scale": s}, **_FP8_GELU)
+        got = to_float32(aux["gelu_aux"], "float8_e4m3fn")[:16]
+        assert np.max(np.abs(got - s * pre)) <= np.max(np.abs(s * pre)) / 16 + 1e-6
+    with Matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0}, options={"result_type":
+                                                                        "bfloat16"}, **CPU) as mm:
+        mm.plan(epilog="gelu_aux", preferences={"epilog": {"aux_type": "float8_e4m3fn"}},
+                epilog_inputs={"aux_quantization_scale": 1.0})
+        mm.reset_operands(epilog_inputs={"aux_quantization_scale": 0.25})
+        _, aux = mm.execute()
+        got = to_float32(aux["gelu_aux"], "float8_e4m3fn")[:16]
+        assert np.max(np.abs(got - 0.25 * pre)) <= np.max(np.abs(0.25 * pre)) / 16 + 1e-6
+
+
+def test_fp8_aux_scale_rules():
+    a, b, _ = _fp8_gelu_problem()
+    kw = dict(_FP8_GELU)
+    with pytest.raises(ValueError, match=r"aux_quantization_scale'\] must be given when"):
+        matmul(a, b, **kw)
+    del kw["preferences"]
+    with pytest.raises(ValueError, match=r"aux_quantization_scale'\] must be given only when"):
+        matmul(a, b, epilog_inputs={"aux_quantization_scale": 1.0}, **kw)
+    with pytest.raises(ValueError, match=r"aux_quantization_scale'\] must be a real"):
+        matmul(a, b, epilog_inputs={"aux_quantization_scale": np.array([1], np.int32)},
+               **_FP8_GELU)

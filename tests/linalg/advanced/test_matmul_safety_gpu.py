@@ -164,3 +164,21 @@ def test_fp8_bfloat16_bias_on_cuda(result_type):
     assert r.dtype == getattr(t, result_type)
     want = host64(a.float()) @ host64(b.float()) + host64(bias.float())[:, None]
     assert rel_l2(host64(r.float()), want) < (1e-5 if result_type == "float32" else 1e-2)
+
+
+@pytest.mark.parametrize("scale", [0.25, "tensor"])
+def test_fp8_gelu_aux_with_an_aux_scale_on_cuda(scale):
+    """nvmath's epilog_inputs["aux_quantization_scale"]: a float or a float32 device tensor."""
+    t = torch()
+    rng = np.random.default_rng(58)
+    a = dev(rand(rng, (64, 64))).to(t.float8_e4m3fn)
+    b = dev(rand(rng, (64, 64))).to(t.float8_e4m3fn).T
+    s = t.tensor([0.25], device="cuda") if scale == "tensor" else scale
+    r, aux = matmul(a, b, epilog="gelu_aux", quantization_scales={"a": 1.0, "b": 1.0},
+                    options={"result_type": "bfloat16"},
+                    preferences={"epilog": {"aux_type": "float8_e4m3fn"}},
+                    epilog_inputs={"aux_quantization_scale": s})
+    pre = host64(a.float()) @ host64(b.float())
+    got = host64(aux["gelu_aux"].float())[:64, :64]
+    assert aux["gelu_aux"].dtype == t.float8_e4m3fn
+    assert np.max(np.abs(got - 0.25 * pre)) <= np.max(np.abs(0.25 * pre)) / 16 + 1e-6

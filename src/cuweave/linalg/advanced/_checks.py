@@ -163,7 +163,7 @@ def _input_key(op, name=None) -> tuple:
 _SCALE_NAMES = ("a", "b", "c", "d")
 
 
-def check_scales(scales, place: tuple, fp8_result: bool) -> dict:
+def check_scales(scales, place: tuple, fp8_result: bool, names=None) -> dict:
     """Per-tensor fp8 scales checked against the operands' memory space ``place``
     (``(device, device_id)`` of the operands), before any work.
 
@@ -184,7 +184,7 @@ def check_scales(scales, place: tuple, fp8_result: bool) -> dict:
             raise InvalidOptionError(
                 "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
                 f"fp8 results only), got {v!r}")
-        param = f"quantization_scales.{name}"
+        param = (names or {}).get(name) or f"quantization_scales.{name}"
         if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
             out[name] = float(v)
             continue
@@ -210,3 +210,37 @@ def scale_value(scale) -> float:
     if isinstance(scale, float):
         return scale
     return float(np.asarray(scale.host_array(), np.float64).reshape(-1)[0])
+
+
+AUX_SCALE = "aux_quantization_scale"
+
+
+def split_aux_scale(epilog_inputs):
+    """``(epilog_inputs without the aux scale, the aux scale or None)`` (nvmath passes the fp8
+    aux output's scale in ``epilog_inputs["aux_quantization_scale"]``)."""
+    if not isinstance(epilog_inputs, dict) or AUX_SCALE not in epilog_inputs:
+        return epilog_inputs, None
+    rest = {k: v for k, v in epilog_inputs.items() if k != AUX_SCALE}
+    return (rest or None), epilog_inputs[AUX_SCALE]
+
+
+def check_aux_scale(value, aux_type, place: tuple, required: bool):
+    """The fp8 aux output's scale: given exactly when ``preferences.epilog.aux_type`` is an
+    8-bit type (nvmath's rule); a Python/NumPy scalar (a float) or a 1-element array in the
+    operands' memory space (an Operand). ``None`` when absent."""
+    narrow = aux_type is not None and str(aux_type).startswith("float8")
+    param = f"epilog_inputs[{AUX_SCALE!r}]"
+    if value is None:
+        if narrow and required:
+            raise InvalidOperandError(
+                f"{param} must be given when preferences.epilog.aux_type is {aux_type!r} (an "
+                "fp8 aux output is scaled into its range), got None")
+        return None
+    if not narrow:
+        raise InvalidOperandError(
+            f"{param} must be given only when preferences.epilog.aux_type is an fp8 type, got "
+            f"it with aux_type={aux_type!r}")
+    from types import SimpleNamespace
+
+    return check_scales(SimpleNamespace(a=value, b=None, c=None, d=None), place, False,
+                        names={"a": param})["a"]

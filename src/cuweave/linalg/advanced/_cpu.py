@@ -421,7 +421,8 @@ def _gemm(a, b, work, t):
 
 
 def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_out=None,
-                dtypes, compute_type, conj_a=False, conj_b=False, num_threads=None) -> None:
+                dtypes, compute_type, conj_a=False, conj_b=False, num_threads=None,
+                aux_scale=None) -> None:
     """Compute ``d = epilog(alpha * op(a) @ op(b) + beta * c [+ bias])`` in the lt frame.
 
     Parameters
@@ -448,6 +449,8 @@ def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_
         Conjugate ``a`` / ``b``.
     num_threads : int, optional
         BLAS threads for this call (threadpoolctl); ``None`` leaves them alone.
+    aux_scale : float, optional
+        The aux matrix output is stored multiplied by it (an fp8 ``gelu_aux``).
     """
     spec = epilog_spec(epilog)
     batch, m, k = a.shape
@@ -463,6 +466,7 @@ def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_
         _gemm(a_c, b_c, work, t)
     state = _EpilogState(spec, m, n, d, dtypes, dtype, alpha, beta, c, bias, aux_in, aux_out,
                          _RESULT_ROUNDING.get(ct))
+    state.aux_scale = None if aux_scale is None or aux_scale == 1 else dtype.type(aux_scale)
     state.run(work, t, direct, num_threads)
     state.operand_bgrad(a_c, b_c)
     state.finish()
@@ -503,6 +507,7 @@ class _EpilogState:
             self.bgrad = np.zeros((d.shape[0], m), dtype)
         self.aux_out = aux_out
         self.kernel = spec.cpu
+        self.aux_scale = None
 
     def _aux_dtype(self, name):
         dt = self.dtypes
@@ -561,7 +566,8 @@ class _EpilogState:
         if self.bias is not None:
             x += blk.vec_m(self.bias[_bidx(self.bias, blk.b)])
         if self.aux_w is not None:
-            self.aux_write(self.aux_w, x, blk, m, self.aux_w_dtype)
+            self.aux_write(self.aux_w, x if self.aux_scale is None else x * self.aux_scale, blk,
+                           m, self.aux_w_dtype)
         aux = None
         if self.aux_in is not None:
             aux = self.aux_read(self.aux_in, x, blk, m, self.aux_in_dtype)

@@ -14,7 +14,14 @@ import numpy as np
 from ..._internal.cache import PlanCache
 from ..._internal.packages import probe, wrap_operand
 from ._binding import _input_name, alignment
-from ._checks import _check_algorithm, _freeze, _input_key, _op_key, _scalar
+from ._checks import (
+    _check_algorithm,
+    _freeze,
+    _input_key,
+    _op_key,
+    _scalar,
+    split_aux_scale,
+)
 from ._epilogs import epilog_spec, validate_epilog_inputs
 from .matmul import Matmul
 
@@ -94,12 +101,16 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         validate_epilog_inputs(epilog, epilog_inputs)  # raises: not a dict
     if algorithm is not None:
         _check_algorithm(algorithm)
-    if epilog_inputs:
-        inputs = {k: wrap_operand(v, _input_name(k)) for k, v in epilog_inputs.items()}
+    tensors, aux_scale = split_aux_scale(epilog_inputs)
+    if tensors:
+        inputs = {k: wrap_operand(v, _input_name(k)) for k, v in tensors.items()}
     key = fast
     if key is None:
         key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
                    preferences, execution, algorithm)
+        if aux_scale is not None:  # its kind only: the value is read at each run
+            key += (None if isinstance(aux_scale, int | float | np.number)
+                    else _freeze(aux_scale),)
     if not looked_up:
         try:
             mm = plan_cache.pop(key)
@@ -113,7 +124,7 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
                 algorithms=[algorithm] if algorithm is not None else None)
     else:
         mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
-                   None, False)  # the stream: release_operands() reset it; execute gets it
+                   None, False, aux_scale)  # the stream: release_operands() reset it
     mm._spare_ops = ops if fast is not None else None
     try:
         return mm.execute(stream=stream)

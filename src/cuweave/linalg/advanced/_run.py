@@ -231,6 +231,14 @@ def _bind_fp8(mm, state, s) -> None:
             eng.set_pointer(attr, eng.upload([("scale_" + name, host)], s)[0])
         else:  # checked: float32 on the operands' device
             eng.set_pointer(attr, v.ptr)
+    aux_scale = mm._aux_scale
+    if aux_scale is not None:
+        if isinstance(aux_scale, float) or aux_scale.device == "cpu":
+            host = np.array([scale_value(aux_scale)], np.float32)
+            ptr = eng.upload([("scale_aux", host)], s)[0]
+        else:
+            ptr = aux_scale.ptr
+        eng.set_pointer(_A.EPILOGUE_AUX_SCALE_POINTER, ptr)
     if mm.options.result_amax:
         amax = empty(mm._ops["a"], (1,), "float32", device_id=mm._device_id, stream=s)
         state["result_amax"] = amax

@@ -47,12 +47,14 @@ from ._checks import (
     _scalar,
     _signature,
     alignment_error,
+    check_aux_scale,
     check_inplace_target,
     check_scales,
     lt_layout_ok,
     scale_value,
+    split_aux_scale,
 )
-from ._epilogs import epilog_spec, validate_epilog, validate_epilog_inputs
+from ._epilogs import AUX_FORMATS, epilog_spec, validate_epilog, validate_epilog_inputs
 from ._layout import analyze, broadcast_batch, host_view, remember_aux_frame
 from ._options import (
     MatmulOptions,
@@ -180,6 +182,7 @@ class Matmul(StatefulObject):
         self._algorithms = None
         self._copies = {}  # host operand -> how its staged array is derived (_host_layouts)
         self._bgrad = None  # "bgrada"/"bgradb" while planned for them (operation preference)
+        self._aux_scale = None  # the fp8 aux output's scale (float or Operand; check_aux_scale)
         self._bind_operands(ops)
         self._problem = self._host_layouts() if self._host else self._analyze({})
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
@@ -295,6 +298,10 @@ class Matmul(StatefulObject):
             return problem
         raise first
 
+    def _aux_type(self):
+        prefs = getattr(self, "_prefs", None)
+        return prefs.epilog.aux_type if prefs is not None else None
+
     def _fit_bgrad_layout(self, spec, p, forced):
         """Host operands under CUDA: stage ``a`` or ``b`` in the other memory order where
         cuBLASLt's BGRADA/BGRADB restriction refuses the user's (nvmath accepts any order)."""
@@ -350,13 +357,17 @@ class Matmul(StatefulObject):
         new = {name: wrap_operand(x, name) for name, x in (("a", a), ("b", b), ("c", c))
                if x is not None}
         inputs = None
+        epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
         if epilog_inputs is not None and self._binding is not None:
             inputs = self._binding.wrap_inputs(epilog_inputs)
-        self._rebind(new, alpha, beta, scales, inputs, stream, check)
+        self._rebind(new, alpha, beta, scales, inputs, stream, check, aux_scale)
 
-    def _rebind(self, new: dict, alpha, beta, scales, inputs, stream, check) -> None:
+    def _rebind(self, new: dict, alpha, beta, scales, inputs, stream, check,
+                aux_scale=None) -> None:
         """:meth:`reset_operands` on wrapped operands (``new``: name -> Operand)."""
         self._require_valid("reset_operands")
+        if aux_scale is not None:
+            self._aux_scale = check_aux_scale(aux_scale, self._aux_type(), self._place, True)
         ops, sigs = self._ops, self._signatures
         if check:
             for name, op in new.items():
@@ -446,6 +457,11 @@ class Matmul(StatefulObject):
             self._set_stream(stream)
         prefs = self._prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
+        epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
+        aux_type = prefs.epilog.aux_type
+        self._aux_scale = check_aux_scale(aux_scale, aux_type, self._place,
+                                          required=bool(spec.outputs) and spec.aux_output
+                                          is not None and AUX_FORMATS[spec.aux_output].typed)
         inputs = {k: wrap_operand(v, f"epilog_inputs[{k!r}]")
                   for k, v in validate_epilog_inputs(spec, epilog_inputs).items()}
         check_aux_input_dtype(spec, inputs, self._types, prefs)
@@ -668,7 +684,8 @@ class Matmul(StatefulObject):
                     aux_in=aux_in, aux_out=aux_out,
                     dtypes=self._cpu_dtypes(p, t, bind),
                     compute_type=t["compute"], conj_a=conj_a, conj_b=conj_b,
-                    num_threads=self._space.num_threads)
+                    num_threads=self._space.num_threads,
+                    aux_scale=None if self._aux_scale is None else scale_value(self._aux_scale))
         if self.options.inplace and d_arr.ctypes.data != ops["c"].ptr:  # a staged copy
             np.copyto(ops["c"].host_array(), d_arr)
         out = {user: arr.obj for user, arr in aux.values()}
