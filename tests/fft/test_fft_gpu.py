@@ -348,3 +348,98 @@ def test_device_is_made_current_for_each_execute():
         for y in ys:
             assert y.device.index == dev
             assert rel_l2(to_numpy(y), reference(h, "C2C", "forward", (1,))) < 1e-5
+
+
+# ---- nvmath-python 1.0 behaviours (issues 10 and 11) ------------------------------------------
+@pytest.mark.parametrize("package", ["torch", "cupy"])
+@pytest.mark.parametrize("kind", ["C2C", "R2C", "C2R", "C2C-inplace", "C2C-inplace-strided"])
+def test_device_operand_with_cpu_execution(package, kind):
+    """Copied to the host, transformed there, the result back on the operand's device."""
+    fft_type = kind.split("-")[0]
+    dtype = "float32" if fft_type == "R2C" else "complex64"
+    h = rng_array((6, 20), dtype)
+    base = _device(h, package)
+    x = base[:, ::2] if kind.endswith("strided") else base
+    src = to_numpy(x).copy()
+    opts = {"inplace": True} if "inplace" in kind else {}
+    fn = {"C2C": F.fft, "R2C": F.rfft, "C2R": F.irfft}[fft_type]
+    y = fn(x, axes=(1,), execution={"name": "cpu", "num_threads": 2}, options=opts)
+    assert type(y).__module__.split(".")[0] == package
+    assert (y.device.index if package == "torch" else y.device.id) == 0
+    direction = "inverse" if fft_type == "C2R" else "forward"
+    want = reference(src, fft_type, direction, (1,), out_last=2 * (src.shape[1] - 1))
+    assert rel_l2(to_numpy(y), want) < tol("complex64", 20)
+    if "inplace" in kind:
+        assert y is x
+        if kind.endswith("strided"):  # the elements between the view's stay as they were
+            np.testing.assert_array_equal(to_numpy(base)[:, 1::2], h[:, 1::2])
+    else:
+        np.testing.assert_array_equal(to_numpy(base), h)
+
+
+def test_device_operand_with_cpu_execution_stateful():
+    torch = pytest.importorskip("torch")
+    h = rng_array((4, 32), "complex128")
+    with F.FFT(torch.from_numpy(h).cuda(), axes=(1,), execution="cpu") as f:
+        f.plan()
+        y = f.execute()
+        assert y.is_cuda and rel_l2(to_numpy(y), reference(h, "C2C", "forward", (1,))) < 1e-12
+        h2 = rng_array((4, 32), "complex128", seed=3)
+        f.reset_operand(torch.from_numpy(h2).cuda())
+        y = f.execute(direction="inverse")
+        assert rel_l2(to_numpy(y), reference(h2, "C2C", "inverse", (1,))) < 1e-12
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_host_operand_in_an_unexpressible_order_runs_on_cuda(inplace):
+    """(4, 6, 5) over axis 1 in C order: the batch axes do not collapse; the staged copy is laid
+    out so that they do."""
+    h = rng_array((4, 6, 5), "complex64")
+    x = h.copy()
+    y = F.fft(x, axes=(1,), execution="cuda", options={"inplace": inplace})
+    assert (y is x) == inplace and y.shape == (4, 6, 5)
+    assert rel_l2(y, reference(h, "C2C", "forward", (1,))) < 1e-5
+    r = rng_array((4, 6, 5), "float64")
+    z = F.rfft(r, axes=(1,), execution="cuda")
+    assert rel_l2(z, reference(r, "R2C", "forward", (1,))) < 1e-13
+
+
+def test_reset_operand_with_rearranged_batch_axes_device():
+    torch = pytest.importorskip("torch")
+    a, b = rng_array((2, 3, 64), "complex64"), rng_array((3, 2, 64), "complex64", seed=2)
+    assert F.FFT.create_key(torch.from_numpy(a).cuda(), axes=(2,)) == \
+        F.FFT.create_key(torch.from_numpy(b).cuda(), axes=(2,))
+    with F.FFT(torch.from_numpy(a).cuda(), axes=(2,)) as f:
+        f.plan()
+        f.execute()
+        f.reset_operand(torch.from_numpy(b).cuda())
+        y = f.execute()
+        assert tuple(y.shape) == (3, 2, 64)
+        assert rel_l2(to_numpy(y), reference(b, "C2C", "forward", (2,))) < 1e-5
+
+
+def test_inplace_on_a_self_overlapping_device_view_is_refused():
+    torch = pytest.importorskip("torch")
+    base = torch.from_numpy(rng_array((64,), "complex64")).cuda()
+    keep = to_numpy(base).copy()
+    for strides in [(0, 1), (1, 1), (2, 1)]:
+        view = base.as_strided((4, 8), strides)
+        with pytest.raises(InvalidOperandError, match="operand must not overlap itself"):
+            F.fft(view, axes=(1,), options={"inplace": True})
+    np.testing.assert_array_equal(to_numpy(base), keep)
+
+
+def test_estimate_workspace_size_matches_the_plan():
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(rng_array((64, 4099), "complex64")).cuda()  # prime: needs a workspace
+    key = F.FFT.create_key_from_metadata((64, 4099), "complex64", "cuda", axes=(1,))
+    assert key == F.FFT.create_key(x, axes=(1,))
+    with F.FFT(x, axes=(1,)) as f:
+        f.plan()
+        assert f.get_key() == key
+        planned = f.workspace_size
+    assert F.estimate_workspace_size(key) == planned
+    assert F.estimate_workspace_size(key, technique="refined", handle=1) == planned
+    host = F.FFT.create_key_from_metadata((64, 4099), "complex64", "cpu", axes=(1,),
+                                          execution="cuda")
+    assert F.estimate_workspace_size(host) == planned
