@@ -289,13 +289,15 @@ def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):
         cuda.syncthreads()
         mm.execute(alpha, sa, sb, beta, sc)
         mm(alpha, sa, sb, beta, sc)                       # nvmath's earlier spelling
+        mm.execute(alpha, sa, 72, sb, 64, beta, sc, 40)   # leading dimensions at run time
         cuda.syncthreads()
         for i in range(cuda.threadIdx.x, mm.c_size, mm.block_size):
             c[i] = sc[i]
 
     arr = types.float32[::1]
     cubin, symbols = link_sm90(kernel, (arr, arr, arr, types.float32, types.float64))
-    assert len(cubin) > 1000 and len(symbols) == 1 and symbols[0].startswith("cublasdx_")
+    assert len(cubin) > 1000 and len(symbols) == 2
+    assert all(s.startswith("cublasdx_") for s in symbols)
 
 
 def test_pointer_execute_rejects_wrong_dtype(mm_f32, link_sm90):

@@ -70,14 +70,18 @@ def _random(shape, dtype, rng, order="C"):
     return np.asarray(x, dtype=dtype, order=order)
 
 
-def _kernel(mm, orders):
-    """Global (2-D arrays) -> shared (cuBLASDx layout) -> execute -> global."""
+def _kernel(mm, orders, runtime_lds=None):
+    """Global (2-D arrays) -> shared (cuBLASDx layout) -> execute -> global. With
+    ``runtime_lds`` the leading dimensions are kernel arguments (dynamic-ld execute)."""
     from numba import cuda
 
     from cuweave.device.matmul import SharedStorageCalc
 
     ta, tb, tc = mm.a_value_type, mm.b_value_type, mm.c_value_type
-    sizes = (mm.a_size, mm.b_size, mm.c_size)
+    lds = runtime_lds or tuple(mm.leading_dimension)
+    sizes = mm._sizes(lds)
+    a_n, b_n, c_n = sizes
+    dynamic = runtime_lds is not None
     offsets, calc = [], SharedStorageCalc()
     for i, (t, n) in enumerate(zip((ta, tb, tc), sizes)):
         before = calc.get()
@@ -85,7 +89,7 @@ def _kernel(mm, orders):
         offsets.append((calc.get() - n * np.dtype(t).itemsize) // np.dtype(t).itemsize)
         assert before <= calc.get()
     oa, ob, oc = offsets
-    lda, ldb, ldc = mm.leading_dimension
+    lda, ldb, ldc = lds
     ra, rb, rc = (o == ROW for o in orders)
     (am, ak), (bk, bn), (cm, cn) = mm.a_dim, mm.b_dim, mm.c_dim
     nthreads = mm.block_size
@@ -106,14 +110,16 @@ def _kernel(mm, orders):
 
     @cuda.jit
     def kernel(a, b, c, alpha, beta, out, twice):
-        sa = cuda.shared.array(0, dtype=ta)[oa:oa + mm.a_size]
-        sb = cuda.shared.array(0, dtype=tb)[ob:ob + mm.b_size]
-        sc = cuda.shared.array(0, dtype=tc)[oc:oc + mm.c_size]
+        sa = cuda.shared.array(0, dtype=ta)[oa:oa + a_n]
+        sb = cuda.shared.array(0, dtype=tb)[ob:ob + b_n]
+        sc = cuda.shared.array(0, dtype=tc)[oc:oc + c_n]
         load(a, sa, am, ak, lda, ra)
         load(b, sb, bk, bn, ldb, rb)
         load(c, sc, cm, cn, ldc, rc)
         cuda.syncthreads()
-        if twice:
+        if dynamic:
+            mm.execute(alpha, sa, lda, sb, ldb, beta, sc, ldc)
+        elif twice:
             mm(alpha, sa, sb, beta, sc)               # earlier spelling, same function
         else:
             mm.execute(alpha, sa, sb, beta, sc)
@@ -123,7 +129,7 @@ def _kernel(mm, orders):
     return kernel, calc.get()
 
 
-def _run(mm, orders, rng, *, transpose_b=False, twice=False):
+def _run(mm, orders, rng, *, transpose_b=False, twice=False, runtime_lds=None):
     from numba import cuda
 
     dt = mm.c_value_type
@@ -131,7 +137,7 @@ def _run(mm, orders, rng, *, transpose_b=False, twice=False):
     b = _random(mm.b_dim, mm.b_value_type, rng)
     c = _random(mm.c_dim, dt, rng)
     alpha, beta = (1.5 - 0.5j, 0.75 + 0.25j) if np.dtype(dt).kind == "c" else (1.5, 0.75)
-    kernel, smem = _kernel(mm, orders)
+    kernel, smem = _kernel(mm, orders, runtime_lds)
     out = cuda.device_array(mm.c_dim, dtype=dt)
     kernel[1, mm.block_dim, 0, smem](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c),
                                      alpha, beta, out, twice)
@@ -165,6 +171,13 @@ def test_padded_leading_dimensions(built):
     mm = built["padded_ld"]
     assert tuple(mm.leading_dimension) == (40, 36, 33)
     assert _run(mm, (ROW, COL, COL), np.random.default_rng(7)) < 1e-11
+
+
+def test_runtime_leading_dimensions(built):
+    """execute(alpha, a, lda, b, ldb, beta, c, ldc): leading dimensions chosen at run time."""
+    mm = built[("float64", "rcc", "square")]
+    err = _run(mm, ARRANGEMENTS["rcc"], np.random.default_rng(11), runtime_lds=(37, 41, 35))
+    assert err < 1e-11
 
 
 def test_suggested_knobs(built):

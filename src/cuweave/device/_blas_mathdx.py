@@ -67,7 +67,7 @@ class FunctionKind:  # cublasdxDeviceFunctionType
     MAP_CRD2IDX, IS_THREAD_ACTIVE, IS_PREDICATED, IS_INDEX_IN_BOUNDS, CREATE = range(7, 12)
 
 
-API_SMEM, API_TENSORS = 0, 2
+API_SMEM, API_SMEM_DYNAMIC_LD, API_TENSORS = 0, 1, 2
 _EXECUTION_BLOCK = 1
 _CODE_TYPE_LTO = 0
 _OPTION_TARGET_SM, _OPTION_TARGET_CODE = 1, 5
@@ -267,13 +267,17 @@ def _ltoir(code) -> bytes:
     return buf.raw
 
 
-def compile_execute(spec: MatmulSpec, block_dim, leading_dimension) -> tuple[bytes, str]:
+def compile_execute(spec: MatmulSpec, block_dim, leading_dimension, *,
+                    dynamic_ld: bool = False) -> tuple[bytes, str]:
     """LTO-IR and symbol of the shared-memory pointer execute
-    ``void f(c* alpha, a* A, b* B, c* beta, c* C)``."""
+    ``void f(c* alpha, a* A, b* B, c* beta, c* C)``, or with ``dynamic_ld``
+    ``void f(c* alpha, a* A, unsigned* lda, b* B, unsigned* ldb, c* beta, c* C, unsigned* ldc)``.
+    """
+    api = API_SMEM_DYNAMIC_LD if dynamic_ld else API_SMEM
     with _lock:
         try:
-            with _Descriptor(spec, API_SMEM, block_dim=block_dim,
-                             leading_dimension=leading_dimension) as d:
+            with _Descriptor(spec, api, block_dim=block_dim,
+                             leading_dimension=None if dynamic_ld else leading_dimension) as d:
                 code = _code(spec.sm)
                 try:
                     _call("cublasdxFinalizeCode", code, d.handle)

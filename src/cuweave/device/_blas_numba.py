@@ -114,15 +114,17 @@ def _call_extern(builder, symbol: str, values) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _execute_code(mm: Matmul) -> dict:
+def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
     spec = mm._resolved
 
     def build(key):
         ltoir, symbol = _blas_mathdx.compile_execute(spec, spec.block_dim,
-                                                     spec.leading_dimension)
+                                                     spec.leading_dimension,
+                                                     dynamic_ld=dynamic_ld)
         return {"traits": None, "symbol": symbol, "ltoir": ltoir}
 
-    return _entry([list(spec.key()), "execute", _versions()], build)
+    return _entry([list(spec.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
+                   _versions()], build)
 
 
 def _function_code(mm: Matmul, kind: str, tensors: tuple, copy_alignment=None) -> dict:
@@ -198,6 +200,45 @@ def _pointer_execute(mm: Matmul):
     return call
 
 
+def _dynamic_ld_execute(mm: Matmul):
+    """Intrinsic ``(alpha, a, lda, b, ldb, beta, c, ldc)``: shared-memory arrays with leading
+    dimensions given at run time."""
+
+    @intrinsic
+    def call(typingctx, alpha, a, lda, b, ldb, beta, c, ldc):
+        if not all(isinstance(x, types.Array) for x in (a, b, c)):
+            return None
+        if not all(isinstance(x, types.Number) for x in (alpha, beta)):
+            return None
+        if not all(isinstance(x, types.Integer) for x in (lda, ldb, ldc)):
+            return None
+        for arr, which in ((a, "a"), (b, "b"), (c, "c")):
+            _check_dtype(mm, arr.dtype, which)
+
+        def codegen(context, builder, sig, args):
+            code = _execute_code(mm, dynamic_ld=True)
+            _link(context, code)
+            ct = sig.args[6].dtype
+
+            def data(i):
+                ary = context.make_array(sig.args[i])(context, builder, args[i])
+                return _generic_pointer(builder, ary.data)
+
+            def ld(i):
+                v = context.cast(builder, args[i], sig.args[i], types.uint32)
+                return builder.bitcast(cgutils.alloca_once_value(builder, v), _I8P)
+
+            values = [_scalar_pointer(context, builder, args[0], sig.args[0], ct), data(1), ld(2),
+                      data(3), ld(4), _scalar_pointer(context, builder, args[5], sig.args[5], ct),
+                      data(6), ld(7)]
+            _call_extern(builder, code["symbol"], values)
+            return context.get_dummy_value()
+
+        return types.void(alpha, a, lda, b, ldb, beta, c, ldc), codegen
+
+    return call
+
+
 def _tensor_execute(mm: Matmul, with_scalars: bool):
     """Intrinsic on opaque tensors: ``(alpha, A, B, beta, C)`` (C in shared memory) or
     ``(A, B, C)`` (C a register fragment, accumulated)."""
@@ -260,10 +301,14 @@ def _execute_dispatch(mm: Matmul):
     """One intrinsic for every form of ``MM.execute``, chosen by the argument types."""
     pointer, smem_t, rmem_t = (_pointer_execute(mm), _tensor_execute(mm, True),
                                _tensor_execute(mm, False))
+    dynamic = _dynamic_ld_execute(mm)
 
     @intrinsic
-    def dispatch(typingctx, a1, a2, a3, a4, a5):
-        if _is_none(a4) and _is_none(a5):
+    def dispatch(typingctx, a1, a2, a3, a4, a5, a6, a7, a8):
+        given = (a1, a2, a3, a4, a5, a6, a7, a8)
+        if not all(_is_none(x) for x in (a6, a7, a8)):
+            target, args = dynamic, given
+        elif _is_none(a4) and _is_none(a5):
             target, args = rmem_t, (a1, a2, a3)
         elif isinstance(a2, OpaqueTensorType):
             target, args = smem_t, (a1, a2, a3, a4, a5)
@@ -273,8 +318,9 @@ def _execute_dispatch(mm: Matmul):
         if template is None:
             raise InvalidOptionError(
                 "MM.execute takes (alpha, smem_a, smem_b, beta, smem_c) with arrays in shared "
-                "memory or opaque tensors, or (smem_a, smem_b, rmem_c) with opaque tensors; "
-                f"got ({', '.join(str(x) for x in (a1, a2, a3, a4, a5))})")
+                "memory or opaque tensors, (alpha, a, lda, b, ldb, beta, c, ldc) with arrays, or "
+                "(smem_a, smem_b, rmem_c) with opaque tensors; got "
+                f"({', '.join(str(x) for x in given if not _is_none(x))})")
         inner_sig, inner_codegen = template
         n = len(args)
 
@@ -282,7 +328,7 @@ def _execute_dispatch(mm: Matmul):
             inner = inner_codegen(context, builder, inner_sig, llargs[:n])
             return inner
 
-        return types.void(a1, a2, a3, a4, a5), codegen
+        return types.void(*given), codegen
 
     return dispatch
 
@@ -297,8 +343,8 @@ def execute_function(mm: Matmul):
         cuda = numba_modules()[0]
         dispatch = _execute_dispatch(mm)
 
-        def execute(a1, a2, a3, a4=None, a5=None):
-            dispatch(a1, a2, a3, a4, a5)
+        def execute(a1, a2, a3, a4=None, a5=None, a6=None, a7=None, a8=None):
+            dispatch(a1, a2, a3, a4, a5, a6, a7, a8)
 
         fn = _executes.setdefault(key, cuda.jit(device=True, forceinline=True)(execute))
     return fn
@@ -442,12 +488,15 @@ _COPIES = {(f, a): _copy_intrinsic(f, a) for f in (False, True) for a in (None, 
 
 
 def _alignment_value(alignment):
-    """The constant copy alignment (None when omitted); raises for anything else."""
+    """The constant copy alignment (None when omitted; ``False`` for a not-yet-literal int,
+    which numba retries as a literal); raises for anything else."""
     if _is_none(alignment):
         return None
     if isinstance(alignment, types.IntegerLiteral) and \
             alignment.literal_value in (1, 2, 4, 8, 16):
         return alignment.literal_value
+    if isinstance(alignment, types.Integer) and not isinstance(alignment, types.Literal):
+        return False
     raise InvalidOptionError(f"alignment must be one of 1, 2, 4, 8, 16 (bytes, a compile-time "
                              f"constant), got {alignment}")
 
@@ -466,7 +515,10 @@ def copy_fragment(src, dst, alignment=None):
 
 def _ol_copy_generic(fragment: bool):
     def ol(src, dst, alignment=None):
-        target = _COPIES[(fragment, _alignment_value(alignment))]
+        value = _alignment_value(alignment)
+        if value is False:
+            return None
+        target = _COPIES[(fragment, value)]
         return lambda src, dst, alignment=None: target(src, dst)
 
     return ol

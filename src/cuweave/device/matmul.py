@@ -315,9 +315,11 @@ class Matmul(KernelObject):
     Traits come from libmathdx on the CPU (no GPU needed) and are cached on disk. Inside a
     numba kernel the object's traits are compile-time constants and ``MM.execute(...)`` links
     the generated cuBLASDx code: ``execute(alpha, smem_a, smem_b, beta, smem_c)`` on arrays in
-    shared memory laid out with ``leading_dimension`` (the pointer API), or on opaque tensors
-    (``execute(smem_a, smem_b, rmem_c)`` accumulates into a register fragment; see
-    :func:`cuweave.device.make_tensor`). Launch with ``MM.block_dim`` threads.
+    shared memory laid out with ``leading_dimension`` (the pointer API),
+    ``execute(alpha, a, lda, b, ldb, beta, c, ldc)`` with leading dimensions chosen at run
+    time, or on opaque tensors (``execute(smem_a, smem_b, rmem_c)`` accumulates into a register
+    fragment or an accumulator; see :func:`cuweave.device.make_tensor`). Launch with
+    ``MM.block_dim`` threads.
 
     Examples
     --------
