@@ -324,3 +324,19 @@ def test_device_operand_with_cpu_execution_round_trip(fake, monkeypatch, kind):
     else:
         np.testing.assert_array_equal(base.numpy(), guard)
     assert fake.calls["cufftCreate"] == 0
+
+
+def test_rfft_of_complex_input_is_also_a_runtime_error():
+    with pytest.raises(InvalidOperandError, match="use fft for complex input") as e:
+        F.rfft(rng_array((4, 8), "complex64"))
+    assert isinstance(e.value, RuntimeError) and isinstance(e.value, ValueError)
+    with pytest.raises(InvalidOperandError, match="must be a complex type") as e:
+        F.irfft(rng_array((4, 8), "float32"))
+    assert not isinstance(e.value, RuntimeError)  # nvmath: a ValueError
+
+
+def test_cpu_execution_under_cuweaves_own_scipy_backend():
+    x = rng_array((4, 32), "complex128")
+    with scipy.fft.set_backend(F.scipy_backend, only=True):  # SciPy's own is not tried
+        y = F.fft(x, axes=(1,))
+    assert rel_l2(y, reference(x, "C2C", "forward", (1,))) < 1e-12

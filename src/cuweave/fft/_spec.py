@@ -26,7 +26,7 @@ from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
            "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
-           "callback_fast_key", "public_key", "OperandTypeError"]
+           "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError"]
 
 
 class OperandTypeError(InvalidOperandError, TypeError):
@@ -94,6 +94,11 @@ def _int_tuple(values, name: str, low) -> tuple[int, ...]:
     return out
 
 
+class ComplexForRealError(InvalidOperandError, RuntimeError):
+    """A complex operand given to a real-input (R2C) transform: also a ``RuntimeError``, as
+    nvmath-python's ``rfft`` raises."""
+
+
 def _is_masked(x) -> bool:
     import numpy as np
 
@@ -113,6 +118,10 @@ def infer_fft_type(dtype: str, fft_type: str | None) -> str:
         return fft_type
     want = {"R2C": "a real floating type (float16/32/64)", "C2C": "a complex type",
             "C2R": "a complex type", None: "a floating or complex type"}[fft_type]
+    if fft_type == "R2C" and dtype in _COMPLEX:
+        raise ComplexForRealError(
+            f"operand dtype must be {want} for fft_type 'R2C' (rfft), got {dtype!r}; use fft "
+            "for complex input")
     raise InvalidOperandError(
         f"operand dtype must be {want} for fft_type {fft_type!r}, got {dtype!r}")
 
