@@ -185,6 +185,17 @@ class Adapter:
     def can_broadcast(self) -> bool:
         return type(self).broadcast_into is not Adapter.broadcast_into
 
+    def dense_copy(self, obj, shape, order: str, stream: int, device_id: int):
+        """A new dense device array of ``obj`` broadcast to ``shape``, its last two axes in
+        ``order`` ("C": row-major, "F": column-major; batch axes outermost, C order), queued on
+        ``stream`` (a layout a library cannot address, copied into one it can)."""
+        raise UnsupportedLayoutError(
+            f"{self.name} operands in this layout need a copy, which needs torch or CuPy")
+
+    @property
+    def can_copy(self) -> bool:
+        return type(self).dense_copy is not Adapter.dense_copy
+
     def scale_(self, obj, scale, stream: int, device_id: int) -> None:
         """``obj *= scale`` on the device, queued on ``stream``."""
         raise InvalidOptionError(
@@ -318,6 +329,15 @@ class TorchAdapter(Adapter):
                 stream, device=torch.device("cuda", device_id))):
             dst.copy_(src.expand(shape))
 
+    def dense_copy(self, obj, shape, order, stream, device_id):
+        torch = self._torch()
+        with torch.cuda.stream(torch.cuda.ExternalStream(
+                stream, device=torch.device("cuda", device_id))):
+            x = obj.expand(tuple(shape))
+            if order == "F":
+                return x.transpose(-1, -2).contiguous().transpose(-1, -2)
+            return x.contiguous()
+
     def scale_(self, obj, scale, stream, device_id) -> None:
         if not obj.is_cuda:
             obj *= scale
@@ -419,6 +439,14 @@ class CupyAdapter(Adapter):
             return (x if same else x.transpose(inv)), x.data.ptr
 
         return alloc
+
+    def dense_copy(self, obj, shape, order, stream, device_id):
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
+            x = cupy.broadcast_to(obj, tuple(shape))
+            if order == "F":
+                return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+            return cupy.ascontiguousarray(x)
 
     def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
         cupy = self._cupy()

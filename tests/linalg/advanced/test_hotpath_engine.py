@@ -329,7 +329,11 @@ def test_bad_algorithm_and_stream_arguments(gpu):
     mm.free()
 
 
-def test_bgrad_layout_requirement_comes_from_the_table(gpu):
+def test_bgrad_layout_requirement_comes_from_the_table(gpu, monkeypatch):
+    """Without a package that can copy on the device, the restriction is a typed error."""
+    from cuweave._internal import packages
+
+    monkeypatch.setattr(packages.TorchAdapter, "dense_copy", packages.Adapter.dense_copy)
     a, b = gpu.tensor(32, 16), gpu.tensor(16, 24)  # row-major a
     mm = Matmul(a, b)
     with pytest.raises(UnsupportedLayoutError, match="^a must be column-major for epilog BGRADA"):
@@ -338,6 +342,60 @@ def test_bgrad_layout_requirement_comes_from_the_table(gpu):
     mm = Matmul(gpu.tensor(32, 16, order="F"), gpu.tensor(16, 24, order="F"))
     with pytest.raises(UnsupportedLayoutError, match="^b must be row-major for epilog BGRADB"):
         mm.plan(epilog="BGRADB")
+    mm.free()
+
+
+def _recording_copies(gpu, monkeypatch):
+    """TorchAdapter.dense_copy replaced by one returning fresh fake tensors of the asked layout;
+    returns the list of (source pointer, shape, order, copy) calls."""
+    from cuweave._internal import packages
+
+    calls = []
+
+    def dense_copy(self, obj, shape, order, stream, device_id):
+        copy = gpu.tensor(*shape[:-2], *shape[-2:], order=order) if order == "C" or \
+            len(shape) == 2 else None
+        if copy is None:  # batched F order: batch outermost, column-major matrices
+            copy = gpu.tensor(*shape[:-2], shape[-1], shape[-2]).permute(
+                tuple(range(len(shape) - 2)) + (len(shape) - 1, len(shape) - 2))
+        calls.append((obj.data_ptr(), tuple(shape), order, copy))
+        return copy
+
+    monkeypatch.setattr(packages.TorchAdapter, "dense_copy", dense_copy)
+    return calls
+
+
+def test_bgrad_device_operand_is_copied_into_the_order_cublaslt_needs(gpu, monkeypatch):
+    from cuweave.linalg.advanced._binding import lt_epilog
+    from cuweave.linalg.advanced._checks import lt_layout_ok
+
+    calls = _recording_copies(gpu, monkeypatch)
+    a, b = gpu.tensor(32, 16), gpu.tensor(16, 24)  # row-major a: BGRADA needs it column-major
+    mm = Matmul(a, b)
+    mm.plan(epilog="BGRADA")
+    assert mm._dev_copies == {"a": ((32, 16), "F")}
+    p = mm._problem
+    assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
+    for _ in range(2):  # a copy per run, its pointer passed as lt A
+        mm.execute()
+    assert [(src, shape, order) for src, shape, order, _ in calls] == \
+        [(a.data_ptr(), (32, 16), "F")] * 2
+    lt_a = 3 if not p.swap else 5
+    assert [call[lt_a] for call in gpu.matmul_calls] == [c[3].data_ptr() for c in calls]
+    mm.free()
+
+
+def test_device_batch_broadcasting_outside_the_frame_is_copied(gpu, monkeypatch):
+    calls = _recording_copies(gpu, monkeypatch)
+    a = gpu.tensor(2, 1, 8, 4)  # a (2, 1) batch broadcast to (2, 3) has no single stride
+    b = gpu.tensor(3, 4, 5)
+    mm = Matmul(a, b)
+    mm.plan()
+    assert set(mm._dev_copies) <= {"a", "b"} and mm._dev_copies
+    mm.execute()
+    assert [shape for _, shape, _, _ in calls] == [mm._dev_copies[k][0]
+                                                   for k in mm._dev_copies]
+    assert all(shape[:-2] == (2, 3) for _, shape, _, _ in calls)
     mm.free()
 
 

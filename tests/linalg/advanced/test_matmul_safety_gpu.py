@@ -182,3 +182,30 @@ def test_fp8_gelu_aux_with_an_aux_scale_on_cuda(scale):
     got = host64(aux["gelu_aux"].float())[:64, :64]
     assert aux["gelu_aux"].dtype == t.float8_e4m3fn
     assert np.max(np.abs(got - 0.25 * pre)) <= np.max(np.abs(0.25 * pre)) / 16 + 1e-6
+
+
+@pytest.mark.parametrize("epilog, order_a, order_b", [("bgrada", "C", "C"), ("bgradb", "F", "F")])
+def test_bgrad_device_operands_in_any_order(epilog, order_a, order_b):
+    """Device operands in the order cuBLASLt's BGRADA/BGRADB refuse: copied per run."""
+    rng = np.random.default_rng(59)
+    a, b = rand(rng, (32, 16)), rand(rng, (16, 24))
+    a_dev = dev(a) if order_a == "C" else dev(a.T).T
+    b_dev = dev(b) if order_b == "C" else dev(b.T).T
+    for _ in range(2):
+        r, aux = matmul(a_dev, b_dev, epilog=epilog)
+        assert rel_l2(host64(r), a.astype(np.float64) @ b) < TOL
+        want = a.astype(np.float64).sum(-1) if epilog == "bgrada" else b.astype(
+            np.float64).sum(0)
+        assert rel_l2(host64(aux[epilog]).ravel(), want) < TOL
+
+
+def test_device_partial_batch_broadcasting_is_copied():
+    rng = np.random.default_rng(60)
+    a, b = rand(rng, (2, 1, 8, 6)), rand(rng, (3, 6, 5))
+    r = matmul(dev(a), dev(b))
+    want = a.astype(np.float64) @ b
+    assert tuple(r.shape) == want.shape and rel_l2(host64(r), want) < TOL
+    f = np.asfortranarray(rand(rng, (3, 8, 6)))  # batched F order: no single batch stride
+    a_f = torch().from_numpy(f).cuda()  # .cuda() keeps the F strides (1, 3, 24)
+    r = matmul(a_f, dev(b))
+    assert rel_l2(host64(r), f.astype(np.float64) @ b) < TOL

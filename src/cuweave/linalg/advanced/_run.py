@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._internal import cuda
-from ..._internal.packages import empty
+from ..._internal.packages import empty, wrap_operand
 from ._binding import _A, dense_bytes, perm_from_strides, staged
 from ._checks import scale_value
 from ._layout import remember_aux_frame
@@ -73,6 +73,10 @@ def build_run(mm):
     amax = t["fp8"] and mm.options.result_amax
     blocking = mm.options.blocking is True and not staged_
     squeezed = () if inplace else p.squeeze  # in place: the result is c itself
+    # device operands in a layout cuBLASLt cannot address: a dense copy per run (_fit)
+    copies = () if staged_ else tuple((k, shape, order, k == x)
+                                      for k, (shape, order) in mm._dev_copies.items())
+    dense_copy = pkg.dense_copy
 
     def run(mm, stream=None, algorithm=None, tune=None):  # mm: an argument, not a cycle
         ops = mm._ops
@@ -82,7 +86,7 @@ def build_run(mm):
             s, foreign = stream, True
         if multi or s != res.last:
             enter(s)
-        ptr = None
+        ptr = held = None
         if staged_:  # host operands: one pipelined upload of every input
             ptr = _upload(mm, ops, inputs, s)
             a, b = ptr[x], ptr[y]
@@ -90,6 +94,11 @@ def build_run(mm):
             d = ptr["c"] if inplace else eng.device_buffer("d", 0, s)
         else:
             a, b = ops[x].ptr, ops[y].ptr
+            for k, shape, order, is_x in copies:
+                held = held or []  # alive until the call is queued: the pool must not hand
+                held.append(dense_copy(ops[k].obj, shape, order, s, dev))  # them out as D
+                copy_ptr = wrap_operand(held[-1], k).ptr
+                a, b = (copy_ptr, b) if is_x else (a, copy_ptr)
             if alloc is None:  # in place: the result is c
                 out, d = ops["c"].obj, ops["c"].ptr
             else:
@@ -106,8 +115,9 @@ def build_run(mm):
             state = {}
             _bind_extras(mm, out, d, s, state)
         if tune is not None:
-            return tune(a, b, c, d, (out, aux, state))
+            return tune(a, b, c, d, (out, aux, state, held))
         call(a, b, c, d, algorithm, s)
+        del held  # the copies' memory goes back to the pool in stream order, after the call
         if staged_:
             out, aux = _collect(mm, out, d, aux, state, s)
         elif blocking:
@@ -119,7 +129,7 @@ def build_run(mm):
             out = squeeze(out, squeezed)
         return (out, aux) if aux else out
 
-    lean = not (staged_ or outputs or extras or blocking or squeezed)
+    lean = not (staged_ or outputs or extras or blocking or squeezed or copies)
     return run, lean
 
 

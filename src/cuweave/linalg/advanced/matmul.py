@@ -19,7 +19,6 @@ from ..._internal.errors import (
     InvalidOperandError,
     InvalidOptionError,
     InvalidStateError,
-    UnsupportedLayoutError,
 )
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
@@ -31,9 +30,7 @@ from ._binding import (
     EpilogBinding,
     alignment,
     check_aux_input_dtype,
-    check_copy_size,
     frame_constraints,
-    lt_epilog,
     perm_from_strides,
     staged,
 )
@@ -50,12 +47,12 @@ from ._checks import (
     check_aux_scale,
     check_inplace_target,
     check_scales,
-    lt_layout_ok,
     scale_value,
     split_aux_scale,
 )
 from ._epilogs import AUX_FORMATS, epilog_spec, validate_epilog, validate_epilog_inputs
-from ._layout import analyze, broadcast_batch, host_view, remember_aux_frame
+from ._fit import dense_strides, fit_bgrad_layout, fit_layouts
+from ._layout import analyze, host_view, remember_aux_frame
 from ._options import (
     MatmulOptions,
     MatmulPlanPreferences,
@@ -75,20 +72,6 @@ def _batched_view(arr, count):
     v.shape = (count, *arr.shape[-2:]) if arr.shape[-1:] != (1,) and arr.ndim >= 2 and \
         arr.size // count != arr.shape[-1] else (count, arr.size // count)
     return v
-
-
-def _dense_copy(arr, name, full):
-    """``arr`` broadcast to ``full`` as a new C-ordered array (its size checked first)."""
-    check_copy_size(name, full, arr.itemsize)
-    return np.ascontiguousarray(np.broadcast_to(arr, full))
-
-
-def _other_order(arr, name):
-    """``arr`` copied into the other memory order of its last two axes (C ↔ F)."""
-    check_copy_size(name, arr.shape, arr.itemsize)
-    if arr.ndim >= 2 and arr.strides[-1] == arr.itemsize and arr.shape[-1] > 1:
-        return np.ascontiguousarray(arr.swapaxes(-1, -2)).swapaxes(-1, -2)
-    return np.ascontiguousarray(arr)
 
 
 class Matmul(StatefulObject):
@@ -180,11 +163,12 @@ class Matmul(StatefulObject):
         self._engine = None
         self._binding = None
         self._algorithms = None
-        self._copies = {}  # host operand -> how its staged array is derived (_host_layouts)
+        self._copies = {}  # host operand -> how its staged array is derived (_fit)
         self._bgrad = None  # "bgrada"/"bgradb" while planned for them (operation preference)
         self._aux_scale = None  # the fp8 aux output's scale (float or Operand; check_aux_scale)
         self._bind_operands(ops)
-        self._problem = self._host_layouts() if self._host else self._analyze({})
+        self._dev_copies = {}  # device operand -> (shape, order) of its per-run copy (_fit)
+        self._problem = fit_layouts(self)
         self._log.info("Matmul %s @ %s (%s) on %s", ops["a"].shape, ops["b"].shape,
                        self._types["a"], self.execution_space)
 
@@ -254,7 +238,7 @@ class Matmul(StatefulObject):
 
     def _stage(self, k, op):
         """(host array, element strides) of host operand ``k`` as computed on: the operand, a
-        dense copy of a non-dense one, or what :meth:`_host_layouts` decided."""
+        dense copy of a non-dense one, or what :mod:`._fit` decided."""
         arr, strides = staged(op, k)
         derive = self._copies.get(k)
         if derive is not None:
@@ -262,75 +246,20 @@ class Matmul(StatefulObject):
             strides = tuple(x // arr.itemsize for x in arr.strides)
         return arr, strides
 
-    def _host_layouts(self):
-        """Validate host operands' layouts (the problem). NumPy-valid layouts that cuBLASLt's
-        frame cannot express are computed on copies: batches of F-ordered matrices, batch
-        axes that no single stride addresses (partial broadcasting), and a ``c`` with leading
-        unit axes beyond the operands' batch (``(1, M, N)`` for 2-D operands: a view)."""
-        ops = self._ops
-        nb = max(len(ops["a"].shape), len(ops["b"].shape), 2) - 2
-        c = ops.get("c")
-        extra = len(c.shape) - 2 - nb if c is not None else 0
-        if extra > 0 and all(n == 1 for n in c.shape[:extra]):
-            self._copies["c"] = lambda x, e=extra: x.reshape(x.shape[e:])
-            self._bind_operands(ops)
-        try:
-            return self._analyze({})
-        except UnsupportedLayoutError as e:
-            first = e
-        batch = broadcast_batch(*(op.shape[:-2] for k, op in ops.items() if k != "c"))
-        for names in (("a",), ("b",), ("a", "b")):
-            names = [k for k in names if len(ops[k].shape) > 2]
-            if not names:
-                continue
-            for k in ("a", "b"):
-                self._copies.pop(k, None)
-            for k in names:
-                full = batch + ops[k].shape[-2:]
-                self._copies[k] = lambda x, k=k, full=full: _dense_copy(x, k, full)
-            self._bind_operands(ops)
-            try:
-                problem = self._analyze({})
-            except UnsupportedLayoutError:
-                continue
-            self._log.info("Matmul: %s computed on dense copies (layouts outside cuBLASLt's "
-                           "frame)", ", ".join(names))
-            return problem
-        raise first
-
     def _aux_type(self):
         prefs = getattr(self, "_prefs", None)
         return prefs.epilog.aux_type if prefs is not None else None
 
-    def _fit_bgrad_layout(self, spec, p, forced):
-        """Host operands under CUDA: stage ``a`` or ``b`` in the other memory order where
-        cuBLASLt's BGRADA/BGRADB restriction refuses the user's (nvmath accepts any order)."""
-        if lt_layout_ok(lt_epilog(spec, p.swap), p):
-            return p
-        for k in ("a", "b"):
-            if len(self._ops[k].shape) < 2:
-                continue
-            old = self._copies.get(k)
-            self._copies[k] = (lambda x, old=old, k=k: _other_order(old(x) if old else x, k))
-            self._bind_operands(self._ops)
-            try:
-                q = self._analyze(forced)
-            except UnsupportedLayoutError:
-                q = None
-            if q is not None and lt_layout_ok(lt_epilog(spec, q.swap), q):
-                self._log.info("Matmul: %s staged in the other memory order for epilog %s (a "
-                               "cuBLASLt restriction)", k, spec.name)
-                return q
-            self._copies.pop(k)
-            if old is not None:
-                self._copies[k] = old
-            self._bind_operands(self._ops)
-        return p  # _check_lt_layout words the error
-
     def _analyze(self, forced):
         ops, st = self._ops, self._staged
-        strides = {k: (st[k][1] if st is not None else op.strides) for k, op in ops.items()}
-        shapes = {k: (st[k][0].shape if st is not None else op.shape) for k, op in ops.items()}
+        if st is not None:
+            strides = {k: st[k][1] for k in ops}
+            shapes = {k: st[k][0].shape for k in ops}
+        else:  # device operands: their own layout, or that of their per-run copy
+            shapes = {k: op.shape for k, op in ops.items()}
+            strides = {k: op.strides for k, op in ops.items()}
+            for k, (shape, order) in self._dev_copies.items():
+                shapes[k], strides[k] = shape, dense_strides(shape, order)
         c = ops.get("c")
         return analyze(shapes["a"], strides["a"], shapes["b"], strides["b"],
                        c_shape=shapes["c"] if c is not None else None,
@@ -470,8 +399,8 @@ class Matmul(StatefulObject):
                                    self._types["d"]) if inputs or spec.outputs else {}
         self._bgrad = spec.name.lower() if spec.layout_requirement else None
         p = self._problem = self._analyze(forced)
-        if self._bgrad and self._host and not self._on_cpu:
-            p = self._problem = self._fit_bgrad_layout(spec, p, forced)
+        if self._bgrad and not self._on_cpu:
+            p = self._problem = fit_bgrad_layout(self, spec, p, forced)
         self._binding = EpilogBinding(spec, epilog_inputs, p, self._types, self._ops, prefs)
         if self._engine is not None:
             self._engine.free()
