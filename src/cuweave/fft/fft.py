@@ -1,9 +1,11 @@
 """The stateful :class:`FFT` and the function forms :func:`fft`, :func:`ifft`, :func:`rfft`,
 :func:`irfft`.
 
-Device operands run on cuFFT; host operands run on scipy.fft unless ``execution="cuda"`` (then
-they are staged through pinned buffers and the result is copied back). Results come back in
-the operand's package. No transform scales its result unless ``norm=`` (an extension, NumPy's
+Device operands run on cuFFT unless ``execution="cpu"`` (then, as nvmath-python, they are
+copied to the host, transformed there, and the result is copied back to their device); host
+operands run on SciPy's pocketfft unless ``execution="cuda"`` (then they are staged through
+pinned buffers, in a layout cuFFT expresses, and the result is copied back). Results come back
+in the operand's package. No transform scales its result unless ``norm=`` (an extension, NumPy's
 meaning) asks for it; on the GPU the scaling is fused into the transform as an LTO callback.
 """
 
@@ -104,7 +106,9 @@ class FFT(StatefulObject):
         single int means one axis (``axes=1`` is ``axes=(1,)``).
     options : FFTOptions or dict, optional
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
-        Default: where the operand lives.
+        Default: where the operand lives; a dict without ``'name'`` (``{"num_threads": 2}``)
+        names that space too. A device operand with CPU execution is copied to the host and
+        its result back to its device.
     stream : optional
         CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) that :meth:`execute` uses
         when given none, for operands without a current stream of their own (host, DLPack, CUDA
