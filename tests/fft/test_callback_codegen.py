@@ -171,3 +171,22 @@ def test_callback_abi_matches_cuffts_declaration(inlinable, kind, dtype):
     want = _nvrtc_ptx(_definition(kind, dtype))
     symbol = default_symbol(kind, dtype)
     assert _func_signature(ours, symbol) == _func_signature(want, symbol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind,dtype", CASES)
+def test_gpu_machine_takes_the_shim_path(monkeypatch, kind, dtype):
+    """Where the GPU tests run, callbacks compile behind the shim (libNVVM found): numba's own C
+    ABI wrapper, the fallback, passes a complex element unlike cuFFT's declaration. A failure
+    here explains a callback plan failing there."""
+    real, used = _numba_callbacks.compile_inlinable, []
+
+    def spy(*args, **kwargs):
+        code = real(*args, **kwargs)
+        used.append(code is not None)
+        return code
+
+    monkeypatch.setattr(_numba_callbacks, "compile_inlinable", spy)
+    fn = _filter_epilog if kind == "epilog" else _scale_prolog
+    (F.compile_epilog if kind == "epilog" else F.compile_prolog)(fn, dtype, dtype)
+    assert used == [True]
