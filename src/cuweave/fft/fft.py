@@ -217,11 +217,16 @@ class FFT(StatefulObject):
             self._run = build_run(self)
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
-        """Like :meth:`reset_operand` without checks (the caller guarantees matching metadata)."""
+        """Like :meth:`reset_operand` without checks: the caller guarantees the package, dtype
+        and device, and an operand the plan runs (a rearranged layout is still adopted)."""
         if operand is None:
             self.release_operand()
             return
-        self._set_operand(operand if _is_operand(operand) else wrap(operand))
+        op = operand if _is_operand(operand) else wrap(operand)
+        s = self._spec
+        if op.shape != s.shape or op.strides != s.strides:
+            self._respecify(op)
+        self._set_operand(op)
         self._set_stream(stream)
 
     def release_operand(self) -> None:
