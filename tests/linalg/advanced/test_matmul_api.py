@@ -416,3 +416,14 @@ def test_fp8_aux_scale_rules():
     with pytest.raises(ValueError, match=r"aux_quantization_scale'\] must be a real"):
         matmul(a, b, epilog_inputs={"aux_quantization_scale": np.array([1], np.int32)},
                **_FP8_GELU)
+
+
+@pytest.mark.parametrize("cls", ["MatmulOptions", "MatmulPlanPreferences",
+                                 "MatmulEpilogPreferences", "MatmulQuantizationScales"])
+def test_option_classes_name_unknown_keywords(cls):
+    import cuweave.linalg.advanced as adv
+
+    with pytest.raises(TypeError, match=rf"^{cls} keywords must be among .* got unknown "
+                                        r"\['foo'\]") as e:
+        getattr(adv, cls)(foo=1)
+    assert isinstance(e.value, InvalidOptionError)

@@ -6,6 +6,7 @@ side effects: nothing is allocated or loaded).
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -41,6 +42,28 @@ MatmulNumericalImplFlags = NumericalImplFlags
 
 #: structured dtype of the ``qualifiers`` argument: one record per operand ``a``, ``b``, ``c``
 matrix_qualifiers_dtype = np.dtype([("structure", np.int32), ("is_conjugate", np.bool_)])
+
+
+class OptionKeywordError(InvalidOptionError, TypeError):
+    """An options dataclass got a keyword it does not have (a ``TypeError``, as the plain
+    dataclass raises, and a typed cuweave error)."""
+
+
+def _keywords_checked(cls):
+    """``cls`` whose constructor names the accepted fields when given an unknown keyword."""
+    init = cls.__init__
+    names = tuple(cls.__dataclass_fields__)
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise OptionKeywordError(f"{cls.__name__} keywords must be among {list(names)}, got "
+                                     f"unknown {unknown!r}")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
 
 
 class MatrixQualifier(IntEnum):
@@ -79,6 +102,7 @@ def _dtype_or_none(value, name):
                                  f"'bfloat16', got {value!r}") from e
 
 
+@_keywords_checked
 @dataclass
 class MatmulOptions:
     """Options of :class:`~cuweave.linalg.advanced.Matmul` and
@@ -161,6 +185,7 @@ class MatmulOptions:
         check_allocator(self.allocator)
 
 
+@_keywords_checked
 @dataclass
 class MatmulEpilogPreferences:
     """Epilog preferences: ``aux_type`` (dtype of ``gelu_aux`` for fp8) and ``aux_amax``."""
@@ -174,6 +199,7 @@ class MatmulEpilogPreferences:
             raise InvalidOptionError(f"aux_amax must be a bool, got {self.aux_amax!r}")
 
 
+@_keywords_checked
 @dataclass
 class MatmulPlanPreferences:
     """Preferences of :meth:`Matmul.plan` (filters of the cuBLASLt heuristics).
@@ -214,6 +240,7 @@ class MatmulPlanPreferences:
         self.epilog = coerce_options(self.epilog, MatmulEpilogPreferences, "epilog")
 
 
+@_keywords_checked
 @dataclass
 class MatmulQuantizationScales:
     """fp8 per-tensor scales of ``a``, ``b``, ``c`` and ``d`` (``None``: 1).
