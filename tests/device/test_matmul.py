@@ -356,7 +356,7 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
 
 
 def test_warm_cache_validates_before_compiling(mathdx):
-    from cuweave.device.matmul import warm_cache
+    from cuweave.device import warm_cache
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

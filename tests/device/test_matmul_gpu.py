@@ -54,7 +54,7 @@ EXTRA = {
 
 @pytest.fixture(scope="module")
 def built():
-    from cuweave.device.matmul import warm_cache
+    from cuweave.device import warm_cache
 
     configs = [_knobs(*c) for c in ALL] + list(EXTRA.values())
     with warnings.catch_warnings():

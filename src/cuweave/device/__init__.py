@@ -1,4 +1,5 @@
-"""Device-side math inside numba ``@cuda.jit`` kernels (cuFFTDx and cuRAND through NVRTC).
+"""Device-side math inside numba ``@cuda.jit`` kernels: cuFFTDx and cuRAND (NVRTC), cuBLASDx
+(libmathdx).
 
 ``import cuweave.device`` imports neither numba nor any CUDA library: numba is imported when an
 :class:`FFT` is built, a vector type (``float32x2``, ...) or :mod:`~cuweave.device.random` is
@@ -10,15 +11,28 @@ from __future__ import annotations
 
 import importlib
 
+from ._blas_options import Alignment, Arrangement, LeadingDimension, Precision, TransposeMode
 from ._options import ComplexLayout, Direction, Execution, FFTType, RealMode
+from ._warm import warm_cache
 from .common_cuda import ComputeCapability, Dim3, current_device_sm
-from .fft import FFT, valid_sizes, warm_cache
+from .fft import FFT, valid_sizes
+from .matmul import (
+    MAX_ALIGNMENT,
+    Layout,
+    Matmul,
+    SharedStorageCalc,
+    get_current_device_cc,
+    matmul,
+)
 
 _VECTOR_NAMES = ("float16x2", "float16x4", "float32x2", "float32x4", "float64x2", "float64x4",
                  "uint32x4")
 _LAZY = {
     **{n: "._vector_types" for n in _VECTOR_NAMES},
     **{f"{n}_type": "._vector_types" for n in _VECTOR_NAMES},
+    **{n: "._blas_numba" for n in ("make_tensor", "copy", "copy_fragment", "clear", "axpby",
+                                    "copy_wait", "OpaqueTensorType")},
+    **{n: "._blas_fragments" for n in ("make_fragment_like", "AccumulatorType")},
     **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
                              "np_float16x2", "np_float16x4")},
 }
@@ -26,6 +40,17 @@ _SUBMODULES = ("types", "random", "random_helpers", "common_cuda")
 
 __all__ = [
     "FFT",
+    "Matmul",
+    "matmul",
+    "Layout",
+    "SharedStorageCalc",
+    "MAX_ALIGNMENT",
+    "get_current_device_cc",
+    "Alignment",
+    "Arrangement",
+    "LeadingDimension",
+    "Precision",
+    "TransposeMode",
     "Dim3",
     "ComputeCapability",
     "current_device_sm",

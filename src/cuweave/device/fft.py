@@ -38,9 +38,10 @@ from .._internal.logging import get_logger
 from . import _cache, _codegen
 from ._kernel_object import KernelObject, ensure_registered, register_kernel_type
 from ._options import Execution, FFTSpec, FFTType, RealMode, max_size, normalize_sm
+from ._warm import generate_in_processes, with_sm
 from .common_cuda import Dim3
 
-__all__ = ["FFT", "Dim3", "valid_sizes", "warm_cache", "default_sm"]
+__all__ = ["FFT", "Dim3", "valid_sizes", "warm_fft_cache", "default_sm"]
 
 _log = get_logger("device.fft")
 _executes: dict[str, object] = {}
@@ -396,36 +397,16 @@ def _compile_worker(spec: FFTSpec) -> str | None:
     return None
 
 
-def warm_cache(configs, max_workers=None) -> list[FFT]:
-    """Build several FFTs at once; returns them in order.
-
-    ``configs`` is an iterable of keyword dicts for :class:`FFT`. Configurations missing from
-    the on-disk cache are compiled in parallel worker processes (NVRTC is CPU-bound), so later
-    processes build them in milliseconds. Invalid knobs raise before any compilation.
-    """
-    configs = [dict(c) for c in configs]
+def warm_fft_cache(configs, max_workers=None) -> list[FFT]:
+    """Build several FFTs at once (see :func:`cuweave.device.warm_cache`); returns them in
+    order."""
+    configs = with_sm(configs)
+    specs = [FFTSpec.from_knobs(**kw) for kw in configs]
     if not configs:
         return []
-    sm = None
-    specs = []
-    for kw in configs:
-        if kw.get("sm") is None:
-            sm = default_sm() if sm is None else sm
-            kw["sm"] = sm
-        specs.append(FFTSpec.from_knobs(**kw))
     _require_numba()
     versions = _codegen.toolchain_versions()
     missing = list({s.key(): s for s in specs
                     if _cache.load(_cache.make_key([list(s.key()), versions])) is None}.values())
-    if len(missing) > 1 and max_workers != 1:
-        import multiprocessing
-        import os
-        from concurrent.futures import ProcessPoolExecutor
-
-        workers = min(len(missing), max_workers or os.cpu_count() or 1)
-        if _log.isEnabledFor(20):
-            _log.info("compiling %d device FFT configurations in %d processes", len(missing),
-                      workers)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            list(pool.map(_compile_worker, missing))
+    generate_in_processes(_compile_worker, missing, max_workers, "device FFT")
     return [FFT(**kw) for kw in configs]

@@ -12,8 +12,8 @@ nvmath-python 1.0's surface is built on, while libmathdx generates exactly those
 axpby, partitioner queries, accumulators) as ``extern "C"`` functions with a C ABI, and
 answers traits through a documented C API without any C++ of ours. Every configuration is
 cached on disk (traits, layout traits and each generated device function), so a configuration
-seen before builds in milliseconds, and traits never need a GPU. :func:`warm_cache` compiles
-many configurations in parallel processes.
+seen before builds in milliseconds, and traits never need a GPU.
+:func:`~cuweave.device.warm_cache` compiles many configurations in parallel processes.
 
 A kernel (nvmath-python 1.0's surface; only the import changes)::
 
@@ -31,7 +31,6 @@ A kernel (nvmath-python 1.0's surface; only the import changes)::
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 
@@ -50,11 +49,12 @@ from ._blas_options import (
     TransposeMode,
 )
 from ._kernel_object import KernelObject, register_kernel_type
+from ._warm import generate_in_processes, with_sm
 from .common_cuda import ComputeCapability, Dim3
 
 __all__ = ["Matmul", "matmul", "Layout", "SharedStorageCalc", "MAX_ALIGNMENT", "Precision",
            "Arrangement", "TransposeMode", "LeadingDimension", "Alignment",
-           "get_current_device_cc", "warm_cache"]
+           "get_current_device_cc", "warm_matmul_cache"]
 
 _log = get_logger("device.matmul")
 _lock = threading.Lock()
@@ -619,39 +619,16 @@ def _compile_worker(knobs: dict) -> str | None:
     return None
 
 
-def warm_cache(configs, max_workers=None) -> list[Matmul]:
-    """Build several :class:`Matmul` objects, compiling missing ones in parallel processes.
-
-    ``configs`` is an iterable of keyword dicts for :class:`Matmul` (``size``, ``precision``,
-    ``data_type`` included). Traits and the shared-memory ``execute`` of every configuration
-    not yet in the disk cache are generated in worker processes (libmathdx is CPU-bound and
-    serial), so the kernels that use them later link in milliseconds. Invalid knobs raise
-    before any compilation. Returns the objects in order.
-    """
-    configs = [dict(c) for c in configs]
-    if not configs:
-        return []
-    sm = None
+def warm_matmul_cache(configs, max_workers=None) -> list[Matmul]:
+    """Build several :class:`Matmul` objects at once (see :func:`cuweave.device.warm_cache`):
+    traits and the shared-memory ``execute`` of every configuration are generated in worker
+    processes first. Returns the objects in order."""
+    configs = with_sm(configs)
     for kw in configs:
-        if kw.get("sm") is None:
-            if sm is None:
-                from .fft import default_sm
-
-                sm = default_sm()
-            kw["sm"] = sm
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             MatmulSpec.from_knobs(**kw)  # validate everything before compiling anything
-    workers = min(len(configs), max_workers or os.cpu_count() or 1)
-    if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        _log.info("compiling up to %d device GEMM configurations in %d processes",
-                  len(configs), workers)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            list(pool.map(_compile_worker, configs))
+    generate_in_processes(_compile_worker, configs, max_workers, "device GEMM")
     return [Matmul(**kw) for kw in configs]
 
 
