@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Literal
 
 import numpy as np
 
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
+from ...fft import FFTDirection  # one enum for both (cuFFT's values)
 from .._backend import ExchangePlan, backend_for
 from .._distributions import Box, Distribution, Layout, Slab
 from .._runtime import agree, require_context
@@ -37,13 +37,6 @@ _COMPLEX = {"float32": np.complex64, "float64": np.complex128, "complex64": np.c
             "complex128": np.complex128}
 _REAL = {"complex64": np.float32, "complex128": np.float64, "float32": np.float32,
          "float64": np.float64}
-
-
-class FFTDirection(IntEnum):
-    """Direction of a transform (cuFFT's values)."""
-
-    FORWARD = -1
-    INVERSE = 1
 
 
 @dataclass
