@@ -107,6 +107,23 @@ def test_callback_inlines_with_vector_accesses(inlinable, kind, dtype):
     assert f"ld.global{width}.{suffix}" in body, body
 
 
+def _dividing_epilog(data_out, offset, element, user_info, reserved):
+    data_out[offset] = element * user_info[offset] / 1024  # numba: libdevice + an env global
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_callback_with_complex_division_links_self_contained(inlinable, dtype):
+    """nvmath's example19 divides a complex element by an int: numba's complex division calls
+    libdevice (``__nv_fabs``) and exports a ``common`` exception-environment global. cuFFT's
+    link of such a callback failed (CUFFT_INTERNAL_ERROR, H200 2026-12-01): the LTO-IR must
+    carry libdevice's code and no exported ``common`` global."""
+    code = F.compile_epilog(_dividing_epilog, dtype, dtype, compute_capability="90")
+    ptx = _linked_ptx(_nvrtc_ltoir(_caller("epilog", dtype)), bytes(code))
+    assert ".extern" not in ptx and ".common" not in ptx, ptx
+    body = ptx[ptx.index(".entry"):]
+    assert "call" not in body, body
+
+
 @pytest.mark.gpu  # numba-cuda types a nested device function for the current device
 def test_folded_scale_inlines(inlinable):
     from cuweave.fft._callbacks import fold_scale

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import re
 
 from .._internal.dtypes import ITEMSIZE
 from .._internal.logging import get_logger
@@ -95,7 +96,7 @@ def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc, output="ltoir") 
             fn, sig, debug=False, lineinfo=False, device=True, fastmath=False, cc=cc, opt=None,
             abi="c", abi_info={"abi_name": name}, forceinline=True, launch_bounds=None,
             lto=True)
-        modules = list(lib.llvm_strs)
+        modules = _private_globals(list(lib.llvm_strs))
     except TypeError as e:  # another numba-cuda version: its signature changed
         _log.info("inlinable callback unavailable (numba-cuda internals): %s", e)
         return None
@@ -103,6 +104,39 @@ def compile_inlinable(kind, fn, sig, element_dtype, symbol, cc, output="ltoir") 
     if shim is None:
         return None
     return _nvvm_compile([shim] + modules, cc, lto=output == "ltoir")
+
+
+_COMMON = re.compile(r'^(@"[^"]+") = common global', re.M)
+
+
+def _private_globals(modules: list[str]) -> list[str]:
+    """numba's modules with their ``common`` globals (the environment an exception would be
+    reported through, e.g. by complex division) made internal: cuFFT's link of the callback
+    fails (CUFFT_INTERNAL_ERROR) on a ``.common`` global the callback exports."""
+    external = {m.group(1) for text in modules
+                for m in re.finditer(r'^(@"[^"]+") = external global', text, re.M)}
+    return [_COMMON.sub(lambda m: m.group(0) if m.group(1) in external
+                        else f"{m.group(1)} = internal global", text) for text in modules]
+
+
+def _libdevice() -> bytes | None:
+    """libdevice's bitcode (the ``__nv_*`` math functions numba's code calls), or None."""
+    try:
+        from numba.cuda.cudadrv.libs import get_libdevice
+
+        path = get_libdevice()
+    except Exception:  # numba-cuda's internals moved: ask cuda.pathfinder
+        try:
+            from cuda.pathfinder import find_bitcode_lib
+
+            path = find_bitcode_lib("device")
+        except Exception:
+            return None
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except (OSError, TypeError):
+        return None
 
 
 def _define_line(modules, name):
@@ -214,6 +248,9 @@ def _nvvm_compile(modules: list[str], cc, lto: bool = True) -> bytes | None:
         for i, text in enumerate(modules):
             data = text.encode()
             nvvm.add_module_to_program(prog, data, len(data), f"m{i}")
+        libdevice = _libdevice()
+        if libdevice is not None and "@\"__nv_" in "".join(modules):  # calls into libdevice:
+            nvvm.lazy_add_module_to_program(prog, libdevice, len(libdevice), "libdevice")
         opts = [f"-arch=compute_{cc[0]}{cc[1]}"] + (["-gen-lto"] if lto else [])
         try:
             nvvm.compile_program(prog, len(opts), opts)
