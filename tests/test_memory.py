@@ -241,9 +241,6 @@ def _host_calls_use(alloc):
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(raises=RuntimeError, strict=True, reason=(
-    "H200 run 2026-12-01: torch.cuda.ExternalStream refuses the stream handle cuweave hands "
-    "memalloc_async for host-operand staging ('invalid StreamId1'); to fix (issue 10)"))
 def test_gpu_matmul_and_fft_with_a_torch_allocator():
     alloc, torch = _torch_allocator()
     _host_calls_use(alloc)

@@ -156,15 +156,22 @@ def check_allocator(allocator, name: str = "allocator"):
 
 
 def _core_stream(handle: int, device_id: int):
-    """The ``cuda.core`` Stream for ``handle`` on ``device_id`` (0: the default stream)."""
-    from . import cuda
+    """The ``cuda.core`` Stream for ``handle`` on ``device_id``.
 
-    dev = cuda.core_device(device_id)
-    if not handle:
-        return dev.default_stream
+    The handle is passed through as it is, 0 included: an allocator sees the stream the
+    packages call their default one (torch's and CuPy's default streams have handle 0), where
+    cuda.core's ``default_stream`` would be the legacy stream's 0x1, which torch refuses
+    ("invalid StreamId1")."""
     from cuda.core import Stream as CoreStream
 
-    return CoreStream.from_handle(int(handle))
+    try:
+        return CoreStream.from_handle(int(handle))
+    except Exception:  # a cuda.core that does not wrap the null stream
+        if handle:
+            raise
+        from . import cuda
+
+        return cuda.core_device(device_id).default_stream
 
 
 def _adopt(obj, nbytes: int, allocator) -> MemoryPointer:

@@ -345,28 +345,10 @@ def test_bgrad_layout_requirement_comes_from_the_table(gpu, monkeypatch):
     mm.free()
 
 
-def test_device_copies_are_off_so_device_layouts_outside_the_frame_are_refused(gpu):
-    """Per-run device copies gave wrong numbers on the H200 in some cases: while
-    ``_fit.DEVICE_COPIES`` is off, such device layouts are typed errors (not copies)."""
-    from cuweave.linalg.advanced import _fit
-
-    assert _fit.DEVICE_COPIES is False
-    mm = Matmul(gpu.tensor(32, 16), gpu.tensor(16, 24))
-    with pytest.raises(UnsupportedLayoutError, match="^a must be column-major for epilog BGRADA"):
-        mm.plan(epilog="BGRADA")
-    mm.free()
-    with pytest.raises(UnsupportedLayoutError):
-        Matmul(gpu.tensor(2, 1, 8, 4), gpu.tensor(3, 4, 5))
-
-
 def _recording_copies(gpu, monkeypatch):
-    """The (off) per-run device copies turned on, and TorchAdapter.dense_copy replaced by one
-    returning fresh fake tensors of the asked layout; returns the list of (source pointer,
-    shape, order, copy) calls. The mechanism stays tested for when it is fixed."""
+    """TorchAdapter.dense_copy replaced by one returning fresh fake tensors of the asked layout;
+    returns the list of (source pointer, shape, order, copy) calls."""
     from cuweave._internal import packages
-    from cuweave.linalg.advanced import _fit
-
-    monkeypatch.setattr(_fit, "DEVICE_COPIES", True)
 
     calls = []
 

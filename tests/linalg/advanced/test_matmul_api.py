@@ -370,8 +370,8 @@ def _fp8_gelu_problem():
     return a, b, pre
 
 
-_FP8_GELU = dict(epilog="gelu_aux", quantization_scales={"a": 1.0, "b": 1.0},
-                 options={"result_type": "bfloat16"},
+# cuBLASLt's rule for an fp8 aux output: e4m3 operands and result, float16 C, GELU_AUX(_BIAS)
+_FP8_GELU = dict(epilog="gelu_aux", quantization_scales={"a": 1.0, "b": 1.0, "d": 1.0},
                  preferences={"epilog": {"aux_type": "float8_e4m3fn"}}, **CPU)
 
 
@@ -395,8 +395,7 @@ def test_fp8_aux_scale_value_is_not_part_of_the_cached_plan():
         _, aux = matmul(a, b, epilog_inputs={"aux_quantization_scale": s}, **_FP8_GELU)
         got = to_float32(aux["gelu_aux"], "float8_e4m3fn")[:16]
         assert np.max(np.abs(got - s * pre)) <= np.max(np.abs(s * pre)) / 16 + 1e-6
-    with Matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0}, options={"result_type":
-                                                                        "bfloat16"}, **CPU) as mm:
+    with Matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0, "d": 1.0}, **CPU) as mm:
         mm.plan(epilog="gelu_aux", preferences={"epilog": {"aux_type": "float8_e4m3fn"}},
                 epilog_inputs={"aux_quantization_scale": 1.0})
         mm.reset_operands(epilog_inputs={"aux_quantization_scale": 0.25})
@@ -416,6 +415,40 @@ def test_fp8_aux_scale_rules():
     with pytest.raises(ValueError, match=r"aux_quantization_scale'\] must be a real"):
         matmul(a, b, epilog_inputs={"aux_quantization_scale": np.array([1], np.int32)},
                **_FP8_GELU)
+
+
+def test_fp8_aux_type_follows_cublaslts_rule_before_any_work():
+    """An fp8 aux output needs e4m3 a, b and result, a float16 C and GELU_AUX(_BIAS): other
+    combinations are refused at plan time (on the GPU cuBLASLt's heuristic answered
+    INVALID_VALUE for a bfloat16 result, H200 2026-12-01)."""
+    a, b, _ = _fp8_gelu_problem()
+    kw = dict(_FP8_GELU, epilog_inputs={"aux_quantization_scale": 0.5})
+    kw["quantization_scales"] = {"a": 1.0, "b": 1.0}
+    for result_type in ("bfloat16", "float16", "float32"):
+        with pytest.raises(ValueError, match=r"^preferences.epilog.aux_type must be "
+                           r"'float8_e4m3fn' only with .* result='" + result_type):
+            matmul(a, b, options={"result_type": result_type}, **kw)
+    with pytest.raises(ValueError, match="aux_type must be 'float8_e4m3fn' only"):
+        matmul(a, b, **dict(_FP8_GELU, preferences={"epilog": {"aux_type": "float8_e5m2"}},
+                            epilog_inputs={"aux_quantization_scale": 0.5}))
+    with pytest.raises(ValueError, match=r"^preferences.epilog.aux_amax must be False unless"):
+        matmul(a, b, **dict(_FP8_GELU, preferences={"epilog": {"aux_amax": True}}))
+
+
+def test_fp8_aux_amax_as_nvmath_example24():
+    """``preferences.epilog.aux_amax``: the aux output's amax (before its scale) is returned
+    as ``gelu_aux_amax`` beside ``gelu_aux``."""
+    from cuweave._internal.dtypes import to_float32
+
+    a, b, pre = _fp8_gelu_problem()
+    prefs = {"epilog": {"aux_type": "float8_e4m3fn", "aux_amax": True}}
+    _, aux = matmul(a, b, **dict(_FP8_GELU, preferences=prefs,
+                                 epilog_inputs={"aux_quantization_scale": 0.1}))
+    assert set(aux) == {"gelu_aux", "gelu_aux_amax"}
+    got = to_float32(aux["gelu_aux"], "float8_e4m3fn")[:16]
+    assert np.max(np.abs(got - 0.1 * pre)) <= np.max(np.abs(0.1 * pre)) / 16 + 1e-6
+    want = np.abs(pre).max()  # within the fp8 rounding of the stored aux (1/16)
+    assert abs(float(aux["gelu_aux_amax"]) - want) <= want / 16
 
 
 @pytest.mark.parametrize("cls", ["MatmulOptions", "MatmulPlanPreferences",

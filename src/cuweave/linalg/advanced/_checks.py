@@ -224,6 +224,33 @@ def split_aux_scale(epilog_inputs):
     return (rest or None), epilog_inputs[AUX_SCALE]
 
 
+def check_fp8_aux(prefs, spec, types) -> None:
+    """cuBLASLt's rule for an aux output in an fp8 type (``EPILOGUE_AUX_DATA_TYPE``): e4m3
+    ``a``, ``b`` and result, a float16 C and GELU_AUX(_BIAS); ``aux_amax`` (the aux output's
+    amax, ``EPILOGUE_AUX_AMAX_POINTER``) only for such an output. Checked at plan time, before
+    the heuristic (which otherwise answers INVALID_VALUE)."""
+    epilog = prefs.epilog if prefs is not None else None
+    aux_type = epilog.aux_type if epilog is not None else None
+    narrow = aux_type is not None and str(aux_type).startswith("float8")
+    if epilog is not None and epilog.aux_amax and not narrow:
+        raise InvalidOptionError(
+            "preferences.epilog.aux_amax must be False unless preferences.epilog.aux_type is "
+            f"an fp8 type (cuBLASLt computes the amax of fp8 aux outputs), got aux_type="
+            f"{aux_type!r}")
+    if not narrow:
+        return
+    e4m3 = "float8_e4m3fn"
+    fits = (aux_type == e4m3 and types["a"] == types["b"] == types["d"] == e4m3
+            and types["c_layout"] == "float16" and spec.aux_output == "gelu_aux")
+    if not fits:
+        raise InvalidOptionError(
+            f"preferences.epilog.aux_type must be {e4m3!r} only with float8_e4m3fn a, b and "
+            "result, a float16 c (the default for an fp8 result without c) and the GELU_AUX or "
+            f"GELU_AUX_BIAS epilog (cuBLASLt's rule for an fp8 aux output), got {aux_type!r} "
+            f"with a={types['a']!r}, b={types['b']!r}, result={types['d']!r}, "
+            f"c={types['c_layout']!r}, epilog {spec.name}")
+
+
 def check_aux_scale(value, aux_type, place: tuple, required: bool):
     """The fp8 aux output's scale: given exactly when ``preferences.epilog.aux_type`` is an
     8-bit type (nvmath's rule); a Python/NumPy scalar (a float) or a 1-element array in the

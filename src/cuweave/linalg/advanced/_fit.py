@@ -21,12 +21,6 @@ from ._layout import broadcast_batch
 
 __all__ = ["fit_layouts", "fit_bgrad_layout", "dense_strides"]
 
-#: Device operands outside cuBLASLt's frame are refused (UnsupportedLayoutError) instead of
-#: computed on per-run copies: on the H200 the per-run copies gave wrong results for BGRADA in
-#: float64 and for partial batch broadcasting (2026-12-01), so the mechanism stays off until it
-#: is fixed and verified there. Host operands are copied with their staging (verified).
-DEVICE_COPIES = False
-
 
 def dense_strides(shape, order: str) -> tuple:
     """Element strides of a dense array of ``shape``: batch axes C-ordered outermost, the last
@@ -103,7 +97,7 @@ def fit_layouts(mm):
         return mm._analyze({})
     except UnsupportedLayoutError as e:
         first = e
-    if not mm._host and (not DEVICE_COPIES or mm._on_cpu or not mm._adapter.can_copy):
+    if not mm._host and (mm._on_cpu or not mm._adapter.can_copy):
         raise first
     batch = broadcast_batch(*(op.shape[:-2] for k, op in ops.items() if k != "c"))
     for names in (("a",), ("b",), ("a", "b")):
@@ -134,7 +128,7 @@ def fit_bgrad_layout(mm, spec, p, forced):
     plan's layout check then words the error)."""
     if lt_layout_ok(lt_epilog(spec, p.swap), p):
         return p
-    if not mm._host and (not DEVICE_COPIES or not mm._adapter.can_copy):
+    if not mm._host and not mm._adapter.can_copy:
         return p
     for k in ("a", "b"):
         op = mm._ops[k]

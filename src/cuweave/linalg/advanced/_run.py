@@ -70,7 +70,7 @@ def build_run(mm):
                    for k in bind.inputs)
     outputs = _output_steps(mm)
     extras = p.c_broadcast or t["fp8"]
-    amax = t["fp8"] and mm.options.result_amax
+    amax = bool(t["fp8"] and amax_outputs(mm))
     blocking = mm.options.blocking is True and not staged_
     squeezed = () if inplace else p.squeeze  # in place: the result is c itself
     # device operands in a layout cuBLASLt cannot address: a dense copy per run (_fit)
@@ -124,7 +124,8 @@ def build_run(mm):
             cuda.synchronize(s)
         if amax:
             aux = aux or {}
-            aux["result_amax"] = state["result_amax"].obj
+            for key, op, _ptr in state["amax"]:
+                aux[key] = op.obj
         if squeezed:
             out = squeeze(out, squeezed)
         return (out, aux) if aux else out
@@ -191,8 +192,8 @@ def _collect(mm, out, d, aux, state, s):
     for user, op, dptr in aux or ():
         _download(mm, op, dptr, s)
         got[user] = op.obj
-    if state and "result_amax" in state:
-        _download(mm, state["result_amax"], state["amax_ptr"], s)
+    for _key, op, ptr in (state or {}).get("amax", ()):
+        _download(mm, op, ptr, s)
     return out.obj, got
 
 
@@ -249,9 +250,21 @@ def _bind_fp8(mm, state, s) -> None:
         else:
             ptr = aux_scale.ptr
         eng.set_pointer(_A.EPILOGUE_AUX_SCALE_POINTER, ptr)
-    if mm.options.result_amax:
+    state["amax"] = []
+    for key, attr in amax_outputs(mm):
         amax = empty(mm._ops["a"], (1,), "float32", device_id=mm._device_id, stream=s)
-        state["result_amax"] = amax
-        ptr = eng.device_buffer("amax", 4, s) if mm._host else amax.ptr
-        state["amax_ptr"] = ptr
-        eng.set_pointer(_A.AMAX_D_POINTER, ptr)
+        ptr = eng.device_buffer(key, 4, s) if mm._host else amax.ptr
+        state["amax"].append((key, amax, ptr))
+        eng.set_pointer(attr, ptr)
+
+
+def amax_outputs(mm) -> tuple:
+    """``(aux key, descriptor attribute)`` of each amax an fp8 run returns: the result's
+    (``options.result_amax``) and the fp8 aux output's (``preferences.epilog.aux_amax``)."""
+    out = ()
+    if mm.options.result_amax:
+        out += (("result_amax", _A.AMAX_D_POINTER),)
+    prefs = getattr(mm, "_prefs", None)
+    if prefs is not None and prefs.epilog.aux_amax:
+        out += ((f"{mm._binding.spec.aux_output}_amax", _A.EPILOGUE_AUX_AMAX_POINTER),)
+    return out

@@ -45,6 +45,7 @@ from ._checks import (
     _signature,
     alignment_error,
     check_aux_scale,
+    check_fp8_aux,
     check_inplace_target,
     check_scales,
     scale_value,
@@ -388,6 +389,7 @@ class Matmul(StatefulObject):
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
         epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
         aux_type = prefs.epilog.aux_type
+        check_fp8_aux(prefs, spec, self._types)
         self._aux_scale = check_aux_scale(aux_scale, aux_type, self._place,
                                           required=bool(spec.outputs) and spec.aux_output
                                           is not None and AUX_FORMATS[spec.aux_output].typed)
@@ -618,11 +620,16 @@ class Matmul(StatefulObject):
         if self.options.inplace and d_arr.ctypes.data != ops["c"].ptr:  # a staged copy
             np.copyto(ops["c"].host_array(), d_arr)
         out = {user: arr.obj for user, arr in aux.values()}
-        if self.options.result_amax:
-            from ..._internal.dtypes import to_float32
+        from ..._internal.dtypes import to_float32
 
+        if self.options.result_amax:
             out["result_amax"] = np.float32(np.max(np.abs(to_float32(d_arr, t["d"])),
                                                    initial=0.0) / (sd if sd else 1.0))
+        if self._prefs.epilog.aux_amax:  # checked: an fp8 gelu_aux, stored scaled
+            name = bind.spec.aux_output
+            su = scale_value(self._aux_scale) if self._aux_scale is not None else 1.0
+            out[f"{name}_amax"] = np.float32(np.max(np.abs(to_float32(
+                aux[name][1].host_array(), str(aux[name][1].dtype))), initial=0.0) / (su or 1.0))
         self._remember_aux(aux)
         return res.obj, out
 
