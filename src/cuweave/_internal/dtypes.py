@@ -52,8 +52,12 @@ def canonical_name(dtype) -> str:
     name = name.removeprefix("torch.")
     name = _ALIASES.get(name, name)
     if name not in ITEMSIZE:
+        hint = ""
+        if name.startswith("float4"):  # torch.float4_e2m1fn_x2: nvmath's NVFP4 operands
+            hint = ("; packed FP4 (NVFP4) operands need block-scaled matmuls, which need a GPU "
+                    "of compute capability >= 10.0 and are not supported by cuweave yet")
         raise InvalidOperandError(
-            f"dtype must be one of {sorted(ITEMSIZE)}, got {dtype!r}"
+            f"dtype must be one of {sorted(ITEMSIZE)}, got {dtype!r}{hint}"
         )
     return name
 

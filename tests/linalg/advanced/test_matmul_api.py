@@ -460,3 +460,48 @@ def test_option_classes_name_unknown_keywords(cls):
                                         r"\['foo'\]") as e:
         getattr(adv, cls)(foo=1)
     assert isinstance(e.value, InvalidOptionError)
+
+
+# ---- a 1-D c (nvmath's example08: a vector added to every column) ----------------------------
+@pytest.mark.parametrize("a_shape, b_shape, c_len, want", [
+    ((4, 3), (3, 2), 4, lambda a, b, c: a @ b + 1.5 * c[:, None]),
+    ((5, 4, 3), (3, 2), 4, lambda a, b, c: a @ b + 1.5 * c[:, None]),
+    ((4, 3), (3,), 4, lambda a, b, c: a @ b + 1.5 * c),
+    ((3,), (3, 2), 2, lambda a, b, c: a @ b + 1.5 * c),
+    ((3, 3), (3, 3), 3, lambda a, b, c: a @ b + 1.5 * c[:, None]),  # M == N: still M's
+])
+def test_one_dimensional_c_is_a_column(a_shape, b_shape, c_len, want):
+    rng = np.random.default_rng(61)
+    a, b, c = rng.standard_normal(a_shape), rng.standard_normal(b_shape), rng.standard_normal(
+        c_len)
+    for _ in range(2):  # the second call: the function form's cached plan
+        np.testing.assert_allclose(matmul(a, b, c, beta=1.5, **CPU), want(a, b, c), rtol=1e-12)
+    with Matmul(a, b, c, beta=1.5, **CPU) as mm:
+        mm.plan()
+        mm.execute()
+        mm.reset_operands(c=2 * c)
+        np.testing.assert_allclose(mm.execute(), want(a, b, 2 * c), rtol=1e-12)
+
+
+def test_one_dimensional_c_of_the_wrong_length_names_c():
+    a, b = np.ones((4, 3)), np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"^c shape must be"):
+        matmul(a, b, np.ones(2), beta=1.0, **CPU)
+
+
+# ---- block-scaled (MXFP8/NVFP4) requests name what they need ---------------------------------
+def test_block_scaling_names_the_gpu_it_needs():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match=r"^block_scaling must be False: .* compute capability "
+                                         r">= 10\.0 and are not supported by cuweave yet"):
+        matmul(a, a, options={"block_scaling": True}, **CPU)
+
+
+def test_fp4_operands_name_the_gpu_they_need():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        pytest.skip("this torch has no float4_e2m1fn_x2")
+    a = torch.zeros(4, 2, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    with pytest.raises(ValueError, match=r"^a dtype must be one of .* packed FP4 \(NVFP4\) "
+                                         r"operands need block-scaled matmuls"):
+        matmul(a, a, **CPU)

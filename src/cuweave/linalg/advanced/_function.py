@@ -123,6 +123,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
                 algorithms=[algorithm] if algorithm is not None else None)
     else:
+        if c is not None:
+            ops["c"] = mm._matrix_c(ops["c"])  # a 1-D c read as the planned matrix
         mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
                    None, False, aux_scale)  # the stream: release_operands() reset it
     mm._spare_ops = ops if fast is not None else None

@@ -86,7 +86,7 @@ def resolve_types(a: str, b: str, c: str | None, options) -> dict:
             f"the amax of fp8 results only), got result_type={d!r}")
     if options.block_scaling:
         raise InvalidOptionError(
-            "block_scaling must be False: block-scaled fp8/fp4 needs compute capability >= 10.0,"
-            " got True")
+            "block_scaling must be False: block-scaled matmuls (MXFP8, NVFP4) need a GPU of "
+            "compute capability >= 10.0 and are not supported by cuweave yet, got True")
     return {"a": a, "b": b, "c": c, "d": d, "c_layout": c_layout, "compute": ct,
             "scale": scale, "fp8": fp8}

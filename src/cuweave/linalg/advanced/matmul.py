@@ -126,6 +126,9 @@ class Matmul(StatefulObject):
             ops["c"] = wrap_operand(c, "c")
         device, device_id, self._package = check_same_place(ops)
         self._adapter = adapter(self._package)
+        self._ab_shapes = (ops["a"].shape, ops["b"].shape)
+        if c is not None:
+            ops["c"] = self._matrix_c(ops["c"])
         self._host = device == "cpu"
         self._space = resolve_execution(
             execution, operand_device=device, operand_device_id=device_id,
@@ -283,9 +286,28 @@ class Matmul(StatefulObject):
         are chosen for the planned alignment, up to 256 bytes)."""
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, False)
 
+    def _matrix_c(self, c):
+        """A 1-D ``c`` as the matrix nvmath-python reads it: ``(M,)`` a column added to every
+        column of the result (``(1, N)``, a row, when only ``a`` is 1-D: the result is then
+        ``(N,)``). In place, ``c`` must be the result itself (its own shape)."""
+        if len(c.shape) != 1 or self.options.inplace:
+            return c
+        a_shape, b_shape = self._ab_shapes
+        row = len(a_shape) == 1 and len(b_shape) >= 2
+        want = b_shape[-1] if row else (a_shape[-2] if len(a_shape) >= 2 else 1)
+        if c.shape[0] != want:
+            raise InvalidOperandError(
+                f"c shape must be ({'N' if row else 'M'},)=({want},) for a 1-D c (added to "
+                f"every {'row' if row else 'column'} of the result), or a matrix of the "
+                f"result's shape, got {c.shape!r}")
+        view = self._adapter.new_axis(c.obj, 0 if row else 1)
+        return wrap_operand(view, "c")
+
     def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
         new = {name: wrap_operand(x, name) for name, x in (("a", a), ("b", b), ("c", c))
                if x is not None}
+        if "c" in new:
+            new["c"] = self._matrix_c(new["c"])
         inputs = None
         epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
         if epilog_inputs is not None and self._binding is not None:
