@@ -96,3 +96,22 @@ def test_events_time_work():
     end.record(0)
     end.synchronize()
     assert start.elapsed_ms(end) >= 0.0
+
+
+def test_torch_stream_zero_is_torchs_default_stream():
+    """Stream handle 0 (what cuBLASLt and cuFFT get for torch's default stream) is run on as
+    torch's default stream, also while another stream is current: torch's ExternalStream(0)
+    would be a different stream."""
+    torch = pytest.importorskip("torch")
+    from cuweave._internal.packages import TORCH
+
+    seen = []
+    side = torch.cuda.Stream()
+    for ctx in (None, side):
+        if ctx is None:
+            TORCH.on_stream(0, 0, lambda: seen.append(torch.cuda.current_stream().cuda_stream))
+        else:
+            with torch.cuda.stream(ctx):
+                TORCH.on_stream(0, 0, lambda: seen.append(
+                    torch.cuda.current_stream().cuda_stream))
+    assert seen == [0, 0]

@@ -99,3 +99,72 @@ def test_probe_reads_only_device_arrays_of_torch_and_cupy(cupy):
     assert packages.probe(fake_torch_object) is None  # not a tensor: wrapping reports it
     with pytest.raises(InvalidOperandError, match="a must be"):
         packages.wrap_operand(fake_torch_object, "a")
+
+
+# ---- streams: 0 is the package's default stream, never torch's ExternalStream(0) -------------
+class _FakeTorchStreams:
+    """torch.cuda as the torch adapter's stream operations see it: the current stream, the
+    default one, ExternalStream (recorded) and the ``stream`` context."""
+
+    def __init__(self, current=0):
+        fake = self
+        self.external, self.entered = [], []
+
+        class Stream:
+            def __init__(self, handle):
+                self.cuda_stream = handle
+
+        class Ctx:
+            def __init__(self, s):
+                self.s = s
+
+            def __enter__(self):
+                fake.entered.append(self.s.cuda_stream)
+
+            def __exit__(self, *exc):
+                return False
+
+        def external(handle, device=None):
+            fake.external.append(handle)
+            return Stream(handle)
+
+        self.cuda = types.SimpleNamespace(
+            current_stream=lambda device=None: Stream(current),
+            default_stream=lambda device=None: Stream(0), ExternalStream=external,
+            stream=Ctx)
+        self.device = lambda kind, index: (kind, index)
+
+
+@pytest.mark.parametrize("current", [0, 0x77])
+def test_torch_stream_ops_take_0_as_the_default_stream(monkeypatch, current):
+    """torch's ExternalStream(0) is a stream of its own (its cuda_stream was not 0 on the
+    H200, 2026-12-01): a dense copy queued there raced cuBLASLt's call on stream 0. Copies,
+    broadcasts and scalings on stream 0 run on torch's default stream; on the current stream,
+    in no context at all; on another stream, on that stream."""
+    fake = _FakeTorchStreams(current)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+
+    class T:
+        is_cuda = True
+
+        def expand(self, shape):
+            return self
+
+        def contiguous(self):
+            return "copy"
+
+        def copy_(self, src):
+            self.copied = src
+
+        def mul_(self, v):
+            self.scaled = v
+
+    t = T()
+    for stream in (0, current, 0x99):
+        fake.entered.clear()
+        assert packages.TORCH.dense_copy(t, (2, 2), "C", stream, 0) == "copy"
+        packages.TORCH.broadcast_into(t, t, (2, 2), stream, 0)
+        packages.TORCH.scale_(t, 2.0, stream, 0)
+        want = [] if stream == current else [stream] * 3
+        assert fake.entered == want
+    assert 0 not in fake.external and t.scaled == 2.0

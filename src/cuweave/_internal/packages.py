@@ -332,29 +332,26 @@ class TorchAdapter(Adapter):
     def from_numpy(self, arr):
         return self._torch().from_numpy(arr)
 
+    # torch's ExternalStream(0) is a stream of its own, not the null stream (H200 2026-12-01:
+    # a copy queued there raced the library call on stream 0): every op below runs through
+    # stream_context, which takes 0 as torch's default stream
     def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
-        torch = self._torch()
-        with torch.cuda.stream(torch.cuda.ExternalStream(
-                stream, device=torch.device("cuda", device_id))):
-            dst.copy_(src.expand(shape))
+        self.on_stream(stream, device_id, lambda: dst.copy_(src.expand(shape)))
 
     def dense_copy(self, obj, shape, order, stream, device_id):
-        torch = self._torch()
-        with torch.cuda.stream(torch.cuda.ExternalStream(
-                stream, device=torch.device("cuda", device_id))):
+        def copy():
             x = obj.expand(tuple(shape))
             if order == "F":
                 return x.transpose(-1, -2).contiguous().transpose(-1, -2)
             return x.contiguous()
 
+        return self.on_stream(stream, device_id, copy)
+
     def scale_(self, obj, scale, stream, device_id) -> None:
         if not obj.is_cuda:
             obj *= scale
             return
-        torch = self._torch()
-        with torch.cuda.stream(torch.cuda.ExternalStream(
-                stream, device=torch.device("cuda", device_id))):
-            obj.mul_(scale)
+        self.on_stream(stream, device_id, obj.mul_, scale)
 
 
 class CupyAdapter(Adapter):
@@ -407,9 +404,7 @@ class CupyAdapter(Adapter):
         return cupy.cuda.ExternalStream(stream, device_id) if stream else cupy.cuda.Stream.null
 
     def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id):
-            mem = self.on_stream(stream, device_id, cupy.cuda.alloc, nbytes)
+        mem = self.on_stream(stream, device_id, self._cupy().cuda.alloc, nbytes)
         ptr = MemoryPointer(mem.ptr, nbytes)
         ptr._owner = mem
         return ptr
@@ -449,23 +444,31 @@ class CupyAdapter(Adapter):
 
         return alloc
 
+    def on_stream(self, stream: int, device_id: int, fn, *args, **kwargs):
+        with self._cupy().cuda.Device(device_id):  # CuPy works on the current device
+            return super().on_stream(stream, device_id, fn, *args, **kwargs)
+
     def dense_copy(self, obj, shape, order, stream, device_id):
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
+        def copy():
+            cupy = self._cupy()
             x = cupy.broadcast_to(obj, tuple(shape))
             if order == "F":
                 return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
             return cupy.ascontiguousarray(x)
 
+        return self.on_stream(stream, device_id, copy)
+
     def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
-            dst[...] = cupy.broadcast_to(src, shape)
+        def copy():
+            dst[...] = self._cupy().broadcast_to(src, shape)
+
+        self.on_stream(stream, device_id, copy)
 
     def scale_(self, obj, scale, stream, device_id) -> None:
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id), cupy.cuda.ExternalStream(stream, device_id):
-            obj *= scale
+        def scale_in_place():
+            obj.__imul__(scale)
+
+        self.on_stream(stream, device_id, scale_in_place)
 
 
 NUMPY, TORCH, CUPY, GENERIC = NumpyAdapter(), TorchAdapter(), CupyAdapter(), Adapter()

@@ -15,7 +15,8 @@ ordering               ``cufftSetStream`` and the shared buffers' ordering
                        only when the stream changes
 work area              set on the plan when it is missing (``release_workspace``)
 input                  the operand, one staged upload (host operands) or a scratch
-                       copy (C2R overwrites its input)
+                       copy (C2R overwrites its input; an R2C input not aligned to
+                       its complex element)
 output                 in place, the package's result allocator, a staged buffer
 finish                 download (host operands), an unfused ``norm`` scale,
                        synchronize (``blocking=True``)
@@ -57,6 +58,10 @@ def build_run(f):
         alloc = pkg.result_allocator(spec.out_shape, spec.out_dtype, spec.layout.out_perm,
                                      device_id)
     c2r_copy = spec.fft_type == "C2R" and not staged
+    # cuFFT's R2C refuses (CUFFT_INVALID_VALUE) a real input not aligned to its complex
+    # element: such an input (a view at an odd offset) is transformed from an aligned copy
+    r2c_align = 2 * ITEMSIZE[spec.dtype] if (
+        spec.fft_type == "R2C" and not staged and not inplace) else 0
     in_bytes = nbytes(spec.shape, spec.dev_strides, spec.dtype)
     out_bytes = nbytes(spec.out_shape, spec.layout.out_strides, spec.out_dtype)
     exec_bare, handle, set_stream = plan.exec_bare, plan.handle, plan.set_stream
@@ -93,8 +98,9 @@ def build_run(f):
                 tmp_in.value = bufs.get("in", in_bytes, s)
                 shared_stager().upload(host_in(f), tmp_in.value, s)
                 in_c = tmp_in
-            elif c2r_copy:  # cuFFT's C2R overwrites its input: transform a copy
-                tmp_in.value = bufs.get("c2r_in", in_bytes, s)
+            elif c2r_copy or (r2c_align and in_c.value % r2c_align):
+                # C2R overwrites its input; R2C needs it aligned: transform a copy
+                tmp_in.value = bufs.get("copy_in", in_bytes, s)
                 cuda.memcpy_async(tmp_in.value, in_c.value, in_bytes, s)
                 in_c = tmp_in
             res = None

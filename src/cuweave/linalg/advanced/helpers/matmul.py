@@ -358,10 +358,13 @@ def create_mxfp8_scale(x, exponent, stream=None):
     g = _geometry(x, BlockScalingFormat.MXFP8, None)
     if stream is None or not x.is_cuda:
         return torch.full((g.count,), exponent + 127, dtype=torch.uint8, device=x.device)
-    s = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.ExternalStream(
-        int(stream))
-    with torch.cuda.stream(s):
-        return torch.full((g.count,), exponent + 127, dtype=torch.uint8, device=x.device)
+    if isinstance(stream, torch.cuda.Stream):
+        with torch.cuda.stream(stream):
+            return torch.full((g.count,), exponent + 127, dtype=torch.uint8, device=x.device)
+    from ..._internal.packages import TORCH  # a handle (0: torch's default stream)
+
+    return TORCH.on_stream(int(stream), x.device.index, torch.full, (g.count,), exponent + 127,
+                           dtype=torch.uint8, device=x.device)
 
 
 def invert_mxfp8_scale(mx_scales):
