@@ -110,3 +110,90 @@ def test_second_process_hits_the_disk_cache(built):
     f = built["block"]
     assert proc.stdout.split() == [str(f.block_dim.x), str(f.storage_size),
                                    str(f.shared_memory_size)]
+
+
+def test_source_includes_only_its_own_implementation(built):
+    spec = built["block"]._spec
+    source = _codegen.generate_source(spec, "cw_test")
+    assert source.count('#include "cufftdx/database/fft_') == 1
+    assert '#include "cufftdx/database/fft_256_fp32_fwd.hpp.inc"' in source
+    assert b"-DCUFFTDX_DETAIL_USE_EXTERN_LUT" in _codegen._options(spec)
+    contents, names = _codegen._overlays(spec)
+    assert b"cufftdx/database/records/definitions_fp32_fwd.hpp.inc" in names
+    assert b"cufftdx/database/records/900/database_fp32_fwd.hpp.inc" not in names
+    assert set(contents) == {b"\n"}
+
+
+def test_missing_implementation_stops_the_compilation(built, monkeypatch):
+    """Should a size need another file's functions, the first compilation fails (the generic
+    function's static_assert) and the complete headers are used: the traits stay right."""
+    spec = built["block"]._spec
+    monkeypatch.setattr(_codegen, "_implementation_file",
+                        lambda s: "cufftdx/database/fft_128_fp32_fwd.hpp.inc")
+    source = _codegen.generate_source(spec, "cw_test_missing")
+    ok, log, _ = _codegen._run_nvrtc(source, "m.cu", _codegen._options(spec),
+                                     _codegen._overlays(spec))
+    assert not ok and "implementation file not included" in log
+    entry = _codegen.compile_spec(spec, "cw_test_missing")
+    assert entry["ltoir"] and entry["traits"]["storage_size"] == built["block"].storage_size
+
+
+def _link_sm90(*objects):
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    handle = nvjitlink.create(2, ["-arch=sm_90", "-lto"])
+    try:
+        for i, data in enumerate(objects):
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), f"in{i}")
+        try:
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError:
+            log = bytearray(nvjitlink.get_error_log_size(handle))
+            nvjitlink.get_error_log(handle, log)
+            return False, log.decode(errors="replace")
+        return True, ""
+    finally:
+        nvjitlink.destroy(handle)
+
+
+def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
+    """A numba kernel calling fft.execute links for sm_90 with the FFT's code and the tables
+    (compiled once per architecture); without the tables the twiddles stay undefined, and
+    execute brings them in its link list itself (one object, so linked once per kernel)."""
+    cuda = pytest.importorskip("numba.cuda")
+    import types as pytypes
+
+    from numba.cuda import dispatcher
+
+    from cuweave.device import _numba_ext
+
+    monkeypatch.setattr(dispatcher, "get_current_device",
+                        lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
+    f = built["block"]
+
+    def kernel(x):
+        td = cuda.local.array(f.storage_size, dtype=f.value_type)
+        sm = cuda.shared.array(0, dtype=f.value_type)
+        for i in range(f.elements_per_thread):
+            td[i] = x[cuda.threadIdx.x + i * f.stride]
+        f.execute(td, sm)
+        for i in range(f.elements_per_thread):
+            x[cuda.threadIdx.x + i * f.stride] = td[i]
+
+    try:
+        ir, _ = cuda.compile(kernel, (cuda.types.complex64[::1],), cc=(9, 0), output="ltoir",
+                             device=False, abi="numba")
+    except Exception as e:
+        if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
+            pytest.skip(f"libNVVM is not available: {e}")
+        raise
+    tables = _codegen.lut_ltoir(900)
+    assert _link_sm90(ir, f._ltoir, tables) == (True, "")
+    ok, log = _link_sm90(ir, f._ltoir)
+    assert not ok and "lut_" in log
+    seen = {}
+    real_declare = cuda.declare_device
+    monkeypatch.setattr(cuda, "declare_device",
+                        lambda *a, **k: (seen.update(link=k["link"]), real_declare(*a, **k))[1])
+    _numba_ext.make_execute("cw_probe", f._ltoir, True, 900)
+    assert _numba_ext.fft_tables(900) in seen["link"]
+    assert _numba_ext.fft_tables(900) is _numba_ext.fft_tables(900)

@@ -41,12 +41,13 @@ __all__ = [
     "generate_source",
     "parse_report",
     "compile_spec",
+    "lut_ltoir",
     "NvrtcError",
 ]
 
 _log = get_logger("device.codegen")
 # Bump when the generated source changes meaning: it is part of every cache key.
-SOURCE_VERSION = 3
+SOURCE_VERSION = 4
 TRAIT_NAMES = (
     "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
     "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
@@ -187,6 +188,38 @@ def _description(spec: FFTSpec) -> str:
     return " + ".join(ops)
 
 
+_PRECISION_TAG = {"float16": "fp16", "float32": "fp32", "float64": "fp64"}
+
+
+def _implementation_file(spec: FFTSpec) -> str:
+    """cuFFTDx's implementation (PTX blobs) of the execution size, relative to the include
+    folder. The database records of size ``n`` name only functions defined in this file (every
+    architecture and precision of nvidia-mathdx 25.6 checked)."""
+    return f"cufftdx/database/fft_{spec.execution_size}_{_PRECISION_TAG[spec.precision]}_fwd.hpp.inc"
+
+
+def _implementation_block(spec: FFTSpec) -> str:
+    """The one implementation file this FFT executes, included after ``cufftdx.hpp`` (whose
+    own list of every size's implementation is an empty in-memory header): the headers before it
+    are then the same for every size, so NVRTC's precompiled header serves them all. A
+    definition of cuFFTDx's generic function stops the compilation should the FFT need a
+    function of another file (it is compiled again with every file)."""
+    include = ""
+    if os.path.isfile(os.path.join(mathdx_include(), _implementation_file(spec))):
+        include = f'#include "{_implementation_file(spec)}"'
+    return f"""\
+namespace cufftdx {{ namespace database {{ namespace detail {{
+template <unsigned int I, typename T, unsigned int B>
+__device__ void cufftdx_private_function(
+    typename cufftdx::detail::make_complex_type<T>::cufftdx_type*, unsigned) {{
+  static_assert(sizeof(T) == 0, "cuweave: cuFFTDx implementation file not included");
+}}
+#define __HALF2_TO_UI(h) (*reinterpret_cast<unsigned int*>(&(h)))
+{include}
+#undef __HALF2_TO_UI
+}} }} }}"""
+
+
 def generate_source(spec: FFTSpec, symbol: str) -> str:
     """The C++ translation unit for ``spec`` exporting ``extern "C"`` function ``symbol``."""
     block = spec.execution is Execution.Block
@@ -217,6 +250,7 @@ def generate_source(spec: FFTSpec, symbol: str) -> str:
     traits = _TRAITS_EXPR[spec.execution]
     return f"""\
 #include <cufftdx.hpp>
+{_implementation_block(spec)}
 namespace {{
 using namespace cufftdx;
 using cw_d0 = decltype({_description(spec)});
@@ -280,9 +314,6 @@ def parse_report(log: str, spec: FFTSpec) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-_PRECISION_TAG = {"float16": "FP16", "float32": "FP32", "float64": "FP64"}
-
-
 def _options(spec: FFTSpec) -> list[bytes]:
     inc = mathdx_include()
     opts = [
@@ -290,32 +321,37 @@ def _options(spec: FFTSpec) -> list[bytes]:
         "-DCUFFTDX_DISABLE_CUTLASS_DEPENDENCY", "-DNDEBUG",
         # parse only this precision's part of the implementation database (~30% faster)
         "-DCUFFTDX_DETAIL_MANUAL_IMPL_FILTER",
-        f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{_PRECISION_TAG[spec.precision]}",
+        f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{_PRECISION_TAG[spec.precision].upper()}",
+        # twiddle tables declared only; defined once per architecture in lut_ltoir() (their
+        # definitions were 40% of a compilation and 2/3 of the LTO-IR)
+        "-DCUFFTDX_DETAIL_USE_EXTERN_LUT",
         f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}",
         f"-I{cuda_include()}",
     ]
     return [o.encode() for o in opts]
 
 
-# cuFFTDx's database header includes the implementation records of every architecture; a
-# compilation needs only its own. Empty in-memory headers stand in for the others (about a third
-# of the parse time). Should a configuration fail that way, it is compiled again with the
-# complete headers.
+# cuFFTDx's database header includes the implementation records of every architecture and the
+# implementation of every size; a compilation needs only its own (see _implementation_block).
+# Empty in-memory headers stand in for the others (about half the parse time). Should a
+# configuration fail that way, it is compiled again with the complete headers.
 _RECORD_ARCHS = ("700", "750", "800", "890", "900", "1000", "1200")
 # NVRTC's automatic precompiled header (in-process): the third and later configurations of a
-# process reuse the parsed cuFFTDx headers (~2.4 s instead of ~3.7 s of CPU here). Making the
-# PCH costs ~3 s more, so the first compilation of a process (often its only one) skips it and
-# the second makes it. Its heap must hold the parsed headers (~0.75 GB of address space).
+# process reuse the parsed cuFFTDx headers (one PCH per architecture and precision; 0.75 s
+# instead of 1.3 s here). Making the PCH costs ~0.5 s more, so the first compilation of a process
+# (often its only one) skips it and the second makes it. NVRTC's PCH files are valid only in the
+# process that made them (the heap's address is part of them): nothing is kept on disk.
 _PCH_HEAP = 1 << 30
 _pch_state: dict = {"compiles": 0, "ok": None}
 
 
-def _record_overlays(sm: int) -> tuple[list[bytes], list[bytes]]:
-    own = str(sm) if str(sm) in _RECORD_ARCHS else None
-    if own is None:
-        return [], []
-    names = [f"cufftdx/database/records/{arch}/database_{p}_fwd.hpp.inc".encode()
-             for arch in _RECORD_ARCHS if arch != own for p in ("fp16", "fp32", "fp64")]
+def _overlays(spec: FFTSpec) -> tuple[list[bytes], list[bytes]]:
+    tag = _PRECISION_TAG[spec.precision]
+    names = [f"cufftdx/database/records/definitions_{tag}_fwd.hpp.inc".encode()]
+    own = str(spec.sm)
+    if own in _RECORD_ARCHS:
+        names += [f"cufftdx/database/records/{arch}/database_{p}_fwd.hpp.inc".encode()
+                  for arch in _RECORD_ARCHS if arch != own for p in ("fp16", "fp32", "fp64")]
     return [b"\n"] * len(names), names
 
 
@@ -331,9 +367,13 @@ def _pch_options(nvrtc) -> list[bytes]:
     return [b"-pch"] if _pch_state["ok"] else []
 
 
-def _run_nvrtc(source: str, name: str, options: list[bytes], headers=((), ())
-               ) -> tuple[bool, str, bytes | None]:
-    return compile_ltoir(source, name, options + _pch_options(_nvrtc()), headers)
+def _run_nvrtc(source: str, name: str, options: list[bytes], headers=((), ()), *,
+               pch: bool = True) -> tuple[bool, str, bytes | None]:
+    """NVRTC with the automatic precompiled header unless ``pch`` is False. NVRTC tells PCHs
+    apart by options and file names, not by the contents of in-memory headers: a compilation
+    whose headers differ from others' under the same names must not use (or make) one."""
+    extra = _pch_options(_nvrtc()) if pch else []
+    return compile_ltoir(source, name, options + extra, headers)
 
 
 def _first_errors(log: str, limit: int = 3) -> str:
@@ -349,9 +389,9 @@ def compile_spec(spec: FFTSpec, symbol: str) -> dict:
     """
     t0 = time.perf_counter()
     source = generate_source(spec, symbol)
-    ok, log, ir = _run_nvrtc(source, f"{symbol}.cu", _options(spec), _record_overlays(spec.sm))
-    if not ok or "cw_traits_report<0u>" in log:  # retry with every architecture's records
-        ok, log, ir = _run_nvrtc(source, f"{symbol}.cu", _options(spec))
+    ok, log, ir = _run_nvrtc(source, f"{symbol}.cu", _options(spec), _overlays(spec))
+    if not ok or "cw_traits_report<0u>" in log:  # retry with the complete headers
+        ok, log, ir = _run_nvrtc(source, f"{symbol}.cu", _options(spec), pch=False)
     if not ok:
         raise InvalidOptionError(
             f"the FFT description {spec.key()!r} is not supported by cuFFTDx: "
@@ -362,3 +402,48 @@ def compile_spec(spec: FFTSpec, symbol: str) -> dict:
         _log.info("compiled device FFT %s in %.2f s (ok=%d)", spec.key(),
                   time.perf_counter() - t0, traits["ok"])
     return {"traits": traits, "symbol": symbol, "ltoir": ir if traits["ok"] else None}
+
+
+# ---------------------------------------------------------------------------------------------
+# Twiddle tables
+# ---------------------------------------------------------------------------------------------
+
+_LUT_SOURCE = """\
+#include <cufftdx.hpp>
+namespace cufftdx { namespace database { namespace detail {
+#define CUFFTDX_DETAIL_LUT_LINKAGE extern
+#include "cufftdx/database/lut_fp32.hpp.inc"
+#include "cufftdx/database/lut_fp64.hpp.inc"
+#undef CUFFTDX_DETAIL_LUT_LINKAGE
+} } }
+"""
+
+
+def lut_ltoir(sm: int) -> bytes:
+    """LTO-IR defining cuFFTDx's twiddle tables (both precisions) for ``sm``; every device FFT's
+    code declares them only, and a kernel links this once. Cached on disk (one per
+    architecture and toolchain); the first compilation takes ~2.5 s here."""
+    from . import _cache
+
+    key = _cache.make_key(["cufftdx-twiddle-tables", sm, toolchain_versions()])
+    entry = _cache.load(key)
+    if entry is None:
+        t0 = time.perf_counter()
+        opts = _options(FFTSpec.from_knobs("c2c", 2, "float32", sm=sm))
+        # the tables alone (declared by cufftdx.hpp, defined here): every size's
+        # implementation and every record stays out
+        names = [f"cufftdx/database/records/definitions_{p}_fwd.hpp.inc".encode()
+                 for p in ("fp16", "fp32", "fp64")]
+        names += [f"cufftdx/database/records/{a}/database_{p}_fwd.hpp.inc".encode()
+                  for a in _RECORD_ARCHS for p in ("fp16", "fp32", "fp64")]
+        ok, log, ir = compile_ltoir(_LUT_SOURCE, "cuweave_cufftdx_lut.cu", opts,
+                                    ([b"\n"] * len(names), names))
+        if not ok:
+            raise NvrtcError(6, "nvrtcCompileProgram",
+                             hint=f"cuFFTDx's twiddle tables: {_first_errors(log)}")
+        entry = {"traits": None, "symbol": None, "ltoir": ir}
+        _cache.store(key, entry)
+        if _log.isEnabledFor(20):
+            _log.info("compiled cuFFTDx's twiddle tables for sm_%d in %.2f s", sm // 10,
+                      time.perf_counter() - t0)
+    return entry["ltoir"]

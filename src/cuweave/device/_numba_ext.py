@@ -69,8 +69,19 @@ def null_pointer():
     return _null_pointer
 
 
-def make_execute(symbol: str, ltoir: bytes, block: bool):
-    """A ``cuda.jit(device=True)`` function calling the wrapper ``symbol`` linked from ``ltoir``.
+@functools.lru_cache(maxsize=None)
+def fft_tables(sm: int):
+    """The linkable LTO-IR of cuFFTDx's twiddle tables for ``sm``: one object per process, so
+    that numba links it once however many FFTs a kernel calls (its link set is a set)."""
+    from ._codegen import lut_ltoir
+
+    LTOIR = numba_modules()[3]
+    return LTOIR(lut_ltoir(sm), name=f"cuweave_cufftdx_tables_sm{sm // 10}.ltoir")
+
+
+def make_execute(symbol: str, ltoir: bytes, block: bool, sm: int | None = None):
+    """A ``cuda.jit(device=True)`` function calling the wrapper ``symbol`` linked from ``ltoir``
+    (and, with ``sm``, cuFFTDx's twiddle tables for that architecture).
 
     Block execution takes ``(thread_data, shared_memory)`` (register API) or ``(shared_data)``
     alone (cuFFTDx's shared-memory API: the FFT data lies in shared memory); Thread execution
@@ -80,7 +91,7 @@ def make_execute(symbol: str, ltoir: bytes, block: bool):
     nargs = 2 if block else 1
     ext = cuda.declare_device(
         symbol, types.int32(*([types.voidptr] * nargs)),
-        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")], abi="c",
+        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")] + ([fft_tables(sm)] if sm else []), abi="c",
     )
     ptr, null = data_pointer(), null_pointer()
     if block:

@@ -327,7 +327,7 @@ class FFT(KernelObject):
                 fn = _executes.get(self._symbol)
                 if fn is None:
                     fn = make_execute(self._symbol, self._ltoir,
-                                      self._spec.execution is Execution.Block)
+                                      self._spec.execution is Execution.Block, self._spec.sm)
                     _executes[self._symbol] = fn
         return fn
 
