@@ -77,6 +77,9 @@ def build_run(mm):
     copies = () if staged_ else tuple((k, shape, order, k == x)
                                       for k, (shape, order) in mm._dev_copies.items())
     dense_copy = pkg.dense_copy
+    # the optional steps grouped, so that a lean run tests a few constants only
+    bind_more = bool(outputs or extras)  # aux outputs; c broadcast, fp8 scales and amax
+    finish = bool(staged_ or blocking or amax or squeezed)
 
     def run(mm, stream=None, algorithm=None, tune=None):  # mm: an argument, not a cycle
         ops = mm._ops
@@ -86,7 +89,7 @@ def build_run(mm):
             s, foreign = stream, True
         if multi or s != res.last:
             enter(s)
-        ptr = held = None
+        ptr = held = aux = state = None
         if staged_:  # host operands: one pipelined upload of every input
             ptr = _upload(mm, ops, inputs, s)
             a, b = ptr[x], ptr[y]
@@ -94,11 +97,12 @@ def build_run(mm):
             d = ptr["c"] if inplace else eng.device_buffer("d", 0, s)
         else:
             a, b = ops[x].ptr, ops[y].ptr
-            for k, shape, order, is_x in copies:
-                held = held or []  # alive until the call is queued: the pool must not hand
-                held.append(dense_copy(ops[k].obj, shape, order, s, dev))  # them out as D
-                copy_ptr = wrap_operand(held[-1], k).ptr
-                a, b = (copy_ptr, b) if is_x else (a, copy_ptr)
+            if copies:  # alive until the call is queued: the pool must not hand them out as D
+                held = [dense_copy(ops[k].obj, shape, order, s, dev)
+                        for k, shape, order, _ in copies]
+                for (k, _, _, is_x), copy in zip(copies, held):
+                    copy_ptr = wrap_operand(copy, k).ptr
+                    a, b = (copy_ptr, b) if is_x else (a, copy_ptr)
             if alloc is None:  # in place: the result is c
                 out, d = ops["c"].obj, ops["c"].ptr
             else:
@@ -109,15 +113,18 @@ def build_run(mm):
             bound = mm._binding.inputs
             for k, attr in inputs:
                 set_pointer(attr, ptr["in_" + k] if staged_ else bound[k].ptr)
-        aux = _bind_outputs(mm, outputs, s, foreign) if outputs else None
-        state = None
-        if extras:
-            state = {}
-            _bind_extras(mm, out, d, s, state)
+        if bind_more:
+            if outputs:
+                aux = _bind_outputs(mm, outputs, s, foreign)
+            if extras:
+                state = {}
+                _bind_extras(mm, out, d, s, state)
         if tune is not None:
             return tune(a, b, c, d, (out, aux, state, held))
         call(a, b, c, d, algorithm, s)
-        del held  # the copies' memory goes back to the pool in stream order, after the call
+        if not finish:  # the copies' memory goes back to the pool in stream order, now
+            return (out, aux) if aux else out
+        del held
         if staged_:
             out, aux = _collect(mm, out, d, aux, state, s)
         elif blocking:
