@@ -23,7 +23,8 @@ b = redistribute(a, cols, rows)  # nvmath 0.x spelling: cuweave.distributed.resh
 c = redistribute(b, rows, Slab.Y)
 assert np.array_equal(b, full[4 * rank:4 * rank + 4])
 assert np.array_equal(c, a)
-print(f"[{rank}] column block {a.shape} -> row block {b.shape} -> Slab.Y {c.shape}")
-comm.Barrier()
+shapes = comm.gather((a.shape, b.shape, c.shape))  # one process prints: no interleaving
 if rank == 0:
+    for r, (sa, sb, sc) in enumerate(shapes):
+        print(f"[{r}] column block {sa} -> row block {sb} -> Slab.Y {sc}")
     print("OK")

@@ -31,7 +31,8 @@ def coerce_options(value, cls, name: str = "options"):
     """Return ``value`` as a ``cls`` instance: ``None`` → defaults, dict → ``cls(**value)``.
 
     Another type, or a dict with keys that are not fields of ``cls``, raises
-    :class:`OptionTypeError` (an :class:`InvalidOptionError` and a ``TypeError``).
+    :class:`OptionTypeError` (an :class:`InvalidOptionError` and a ``TypeError``). A class may
+    map other accepted key names to its fields in a ``_aliases`` dict (nvmath's spellings).
     """
     if value is None:
         return cls()
@@ -39,11 +40,12 @@ def coerce_options(value, cls, name: str = "options"):
         return value
     if isinstance(value, dict):
         fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(value) - fields)
+        aliases = getattr(cls, "_aliases", {})
+        unknown = sorted(set(value) - fields - set(aliases))
         if unknown:
             raise OptionTypeError(
                 f"{name} keys must be among {sorted(fields)}, got unknown {unknown!r}")
-        return cls(**value)
+        return cls(**{aliases.get(k, k): v for k, v in value.items()})
     raise OptionTypeError(f"{name} must be a {cls.__name__}, a dict or None, got {value!r}")
 
 

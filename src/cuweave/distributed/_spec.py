@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError
+from .._internal.options import coerce_options  # noqa: F401 - the one coercion, re-exported
 from ._backend import backend_for
 from ._distributions import Box, Distribution, Layout
 from ._errors import BindDistributionError
@@ -102,20 +103,3 @@ def resolve_layout(name: str, dists: list, local_shapes: list, nranks: int,
                     f"{layout.global_shape}")
     layout.check_partition(name)
     return layout
-
-
-def coerce_options(value, cls, name: str = "options"):
-    """``value`` as ``cls`` (None → defaults, dict → ``cls(**value)``), typed errors."""
-    if value is None:
-        return cls()
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, dict):
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(value) - fields - set(getattr(cls, "_aliases", {})))
-        if unknown:
-            raise InvalidOptionError(
-                f"{name} keys must be among {sorted(fields)}, got unknown {unknown!r}")
-        value = {getattr(cls, "_aliases", {}).get(k, k): v for k, v in value.items()}
-        return cls(**value)
-    raise InvalidOptionError(f"{name} must be a {cls.__name__}, a dict or None, got {value!r}")
