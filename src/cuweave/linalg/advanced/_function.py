@@ -179,6 +179,17 @@ def _run_cached(mm, key, a, b, ptrs, alpha):
     else:
         ops["a"].obj, ops["a"].ptr = a, ptrs[0]
         ops["b"].obj, ops["b"].ptr = b, ptrs[1]
+    lean = mm._fast_run
+    if lean is not None:  # the key fixes the layouts and nothing else is bound: bind and run
+        want = 1.0 if alpha is None else alpha
+        if want != mm._alpha:
+            mm.alpha = want
+        mm._ops = ops
+        try:
+            return lean(mm)
+        finally:
+            mm._ops = ops["a"].obj = ops["b"].obj = None  # as release_operands leaves it
+            plan_cache.put(key, mm, mm._engine.workspace_size)
     mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
     try:
         return mm.execute()
