@@ -2,9 +2,10 @@
 objects per problem, on torch's current stream, capturable in CUDA graphs.
 
 CPU tensors go through the function form :func:`~cuweave.linalg.advanced.matmul` with
-``execution="cpu"``. CUDA tensors use a small cache of planned ``Matmul`` objects keyed by
+``execution="cpu"``. CUDA tensors use a :class:`~cuweave._internal.cache.PlanCache` (the
+project's plan cache, bounded here by count only) of planned ``Matmul`` objects keyed by
 everything that shapes a plan (epilog, shapes, strides, dtypes, device, pointer alignment,
-compute type). An entry remembers the stream of its last run:
+compute type or fp8 result type). An entry remembers the stream of its last run:
 
 * outside a CUDA graph capture a run simply uses torch's current stream (the ``Matmul`` orders
   itself after its previous stream when it changes);
@@ -14,7 +15,8 @@ compute type). An entry remembers the stream of its last run:
   the capturing stream), the product is queued there, and the capturing stream joins it
   again: a fork/join the graph records as two dependencies, with no host synchronization.
 
-Large products (``AUTOTUNE_FLOPS``) are autotuned when planned. Plans are made only outside a
+Large products (``AUTOTUNE_FLOPS``) are autotuned when planned, over the heuristics' first
+``AUTOTUNE_CANDIDATES`` algorithms. Plans are made only outside a
 capture (a plan allocates a workspace and selects algorithms):
 run a layer once eagerly (the usual warm-up before ``torch.cuda.graph``) with the shapes you
 capture.
@@ -22,13 +24,17 @@ capture.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import torch
 
+from .._internal.cache import PlanCache
 from .._internal.errors import InvalidStateError
-from ..linalg.advanced import Matmul, MatmulComputeType, MatmulOptions, matmul
+from ..linalg.advanced import (
+    Matmul,
+    MatmulComputeType,
+    MatmulOptions,
+    MatmulPlanPreferences,
+    matmul,
+)
 
 __all__ = ["run", "plan_count", "clear_plans"]
 
@@ -36,29 +42,49 @@ _MAX_PLANS = 64
 #: products of at least this many flops are autotuned when planned (first call)
 AUTOTUNE_FLOPS = 2.0 ** 33
 AUTOTUNE_ITERATIONS = 3
-_plans: OrderedDict = OrderedDict()
-_lock = threading.Lock()
-_OPTIONS = {None: MatmulOptions(),
-            "tf32": MatmulOptions(compute_type=MatmulComputeType.COMPUTE_32F_FAST_TF32)}
+#: candidates the heuristics return for a product that is autotuned (others: the first of 8)
+AUTOTUNE_CANDIDATES = 16
+#: the layers' planned products (count-bounded only: during a CUDA graph capture every put
+#: follows a pop of the same entry, so nothing is evicted, and freeing could synchronize)
+_plans = PlanCache(maxsize=_MAX_PLANS, max_workspace_bytes=1 << 62)
+_TF32 = MatmulComputeType.COMPUTE_32F_FAST_TF32
+_OPTIONS: dict = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 class _Entry:
+    """A planned product and the stream of its last run (what :class:`PlanCache` holds)."""
+
     __slots__ = ("mm", "stream")
 
     def __init__(self, mm, stream):
         self.mm, self.stream = mm, stream
+
+    def free(self) -> None:
+        self.mm.free()
 
 
 def _align(ptr: int) -> int:
     return min(256, ptr & -ptr) if ptr else 256
 
 
-def _compute_kind(t: torch.Tensor):
-    """``"tf32"`` where torch itself would run a float32 product on tensor cores."""
+def _compute_kind(t: torch.Tensor, out_dtype):
+    """``"tf32"`` where torch itself would run a float32 product on tensor cores; the result
+    dtype's name for fp8 operands; else None."""
+    if out_dtype is not None:
+        return str(out_dtype).rpartition(".")[2]
     if t.dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest":
         return "tf32"
     return None
+
+
+def _options(kind) -> MatmulOptions:
+    opts = _OPTIONS.get(kind)
+    if opts is None:
+        opts = _OPTIONS[kind] = (MatmulOptions() if kind is None else
+                                 MatmulOptions(compute_type=_TF32) if kind == "tf32" else
+                                 MatmulOptions(result_type=kind))
+    return opts
 
 
 def _sig(t: torch.Tensor) -> tuple:
@@ -78,24 +104,23 @@ def plan_count() -> int:
 
 def clear_plans() -> None:
     """Free every planned product (not while a CUDA graph is being captured)."""
-    with _lock:
-        entries = list(_plans.values())
-        _plans.clear()
-    for e in entries:
-        e.mm.free()
+    _plans.clear()
 
 
-def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = None):
+def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = None,
+        scales: dict | None = None, out_dtype=None):
     """``epilog(a @ b)`` with the epilog's inputs; returns the result, or ``(result, aux)``
-    for epilogs with auxiliary outputs (see :func:`cuweave.linalg.advanced.matmul`)."""
-    kind = _compute_kind(a)
+    for epilogs with auxiliary outputs (see :func:`cuweave.linalg.advanced.matmul`).
+
+    fp8 operands take ``scales`` (``{"a": ..., "b": ...}``, float32 tensors of one element)
+    and ``out_dtype`` (the result's torch dtype)."""
+    kind = _compute_kind(a, out_dtype)
     if a.device.type != "cuda":
         return matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cpu",
-                      options=_OPTIONS[kind])
+                      quantization_scales=scales, options=_options(kind))
     key = (epilog, kind, a.device.index, _sig(a), _sig(b),
            None if not inputs else tuple((k, _sig(v)) for k, v in inputs.items()))
-    with _lock:
-        entry = _plans.pop(key, None)
+    entry = _plans.pop(key)
     capturing = torch.cuda.is_current_stream_capturing()
     stream = _current_stream(a.device.index)
     try:
@@ -105,24 +130,36 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
                     "cuweave.torch layers must run once outside CUDA graph capture with the "
                     f"shapes and dtypes being captured (a warm-up step); got a new problem "
                     f"{tuple(a.shape)} @ {tuple(b.shape)} ({a.dtype}, {epilog}) during capture")
-            mm = Matmul(a, b, options=_OPTIONS[kind])
-            mm.plan(epilog=epilog, epilog_inputs=inputs)
-            if 2.0 * a.shape[0] * a.shape[1] * b.shape[1] >= AUTOTUNE_FLOPS:
-                mm.autotune(iterations=AUTOTUNE_ITERATIONS)
-            entry = _Entry(mm, stream)
+            entry = _Entry(_planned(a, b, epilog, inputs, scales, kind), stream)
         else:
-            entry.mm.reset_operands_unchecked(a, b, epilog_inputs=inputs)
+            entry.mm.reset_operands_unchecked(a, b, epilog_inputs=inputs,
+                                              quantization_scales=scales)
         if capturing and entry.stream != stream:
             out = _forked(entry, a.device, stream)
         else:
             out = entry.mm.execute()
             entry.stream = stream
     except BaseException:
-        if entry is not None and key is not None:
-            _put(key, entry, capturing)
+        if entry is not None:
+            _plans.put(key, entry)
         raise
-    _put(key, entry, capturing)
+    _plans.put(key, entry)
     return out
+
+
+def _planned(a, b, epilog, inputs, scales, kind) -> Matmul:
+    """A new planned product; large ones autotuned over ``AUTOTUNE_CANDIDATES`` algorithms."""
+    mm = Matmul(a, b, quantization_scales=scales, options=_options(kind))
+    try:
+        tune = 2.0 * a.shape[0] * a.shape[1] * b.shape[1] >= AUTOTUNE_FLOPS
+        prefs = MatmulPlanPreferences(limit=AUTOTUNE_CANDIDATES) if tune else None
+        mm.plan(epilog=epilog, epilog_inputs=inputs, preferences=prefs)
+        if tune:
+            mm.autotune(iterations=AUTOTUNE_ITERATIONS)
+    except BaseException:
+        mm.free()
+        raise
+    return mm
 
 
 def _forked(entry: _Entry, device, stream: int):
@@ -136,12 +173,3 @@ def _forked(entry: _Entry, device, stream: int):
     cur.wait_stream(side)
     return out
 
-
-def _put(key, entry: _Entry, capturing: bool) -> None:
-    evicted = []
-    with _lock:
-        _plans[key] = entry
-        while not capturing and len(_plans) > _MAX_PLANS:  # freeing may synchronize
-            evicted.append(_plans.popitem(last=False)[1])
-    for e in evicted:
-        e.mm.free()
