@@ -205,3 +205,68 @@ def test_cuda_graph_capture_and_replay(same_stream):
         assert rel(got_loss, ref_loss) < 1e-3, trial
         for g, p in zip(got, params):
             assert rel(g, p.grad) < 1e-3, trial
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_autocast_on_the_gpu(dtype):
+    torch.manual_seed(6)
+    block = FusedMLP(256, 1024, activation="gelu", device="cuda")  # float32 parameters
+    plain = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(approximate="tanh"),
+                                torch.nn.Linear(1024, 256)).cuda()
+    plain.load_state_dict({"0.weight": block.fc1.weight, "0.bias": block.fc1.bias,
+                           "2.weight": block.fc2.weight, "2.bias": block.fc2.bias})
+    x = torch.randn(2, 96, 256, device="cuda")
+    with torch.autocast("cuda", dtype=dtype):
+        y, yr = block(x), plain(x)
+    assert y.dtype == yr.dtype == dtype
+    assert rel(y, yr) < TOL[dtype]
+    y.float().square().sum().backward()
+    yr.float().square().sum().backward()
+    for mine, ref in zip(block.parameters(), plain.parameters()):
+        assert mine.grad.dtype == torch.float32 and rel(mine.grad, ref.grad) < TOL[dtype]
+
+
+def _fp8_capable() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 9)
+
+
+@pytest.mark.skipif(not _fp8_capable(), reason="cuBLASLt fp8 needs compute capability >= 8.9")
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("act", [None, "relu", "gelu"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_fp8_forward_on_the_gpu(act, bias, out_dtype):
+    from cuweave.torch import fused_linear_fp8, quantize_fp8
+
+    torch.manual_seed(7)
+    x = torch.randn(3, 64, 256, device="cuda")
+    w = torch.randn(384, 256, device="cuda") / 16
+    (xq, sx), (wq, sw) = quantize_fp8(x), quantize_fp8(w)
+    b = torch.randn(384, device="cuda", dtype=out_dtype) if bias else None
+    y = fused_linear_fp8(xq, wq, sx, sw, b, act, out_dtype=out_dtype)
+    ref = (xq.double() * sx.double()) @ (wq.double() * sw.double()).T
+    ref = ref_act(ref + (b.double() if bias else 0), act)
+    assert y.dtype == out_dtype and y.shape == (3, 64, 384) and y.device.type == "cuda"
+    assert rel(y, ref) < 1e-2
+    cpu = fused_linear_fp8(xq.cpu(), wq.cpu(), sx.cpu(), sw.cpu(),
+                           None if b is None else b.cpu(), act, out_dtype=out_dtype)
+    assert rel(y.cpu(), cpu) < 1e-2  # the CPU backend's emulation agrees
+
+
+@pytest.mark.skipif(not _fp8_capable(), reason="cuBLASLt fp8 needs compute capability >= 8.9")
+def test_fp8_forward_in_a_cuda_graph():
+    from cuweave.torch import fused_linear_fp8, quantize_fp8
+
+    torch.manual_seed(8)
+    (xq, sx), (wq, sw) = (quantize_fp8(torch.randn(128, 256, device="cuda")),
+                          quantize_fp8(torch.randn(512, 256, device="cuda")))
+    b = torch.randn(512, device="cuda", dtype=torch.bfloat16)
+    fused_linear_fp8(xq, wq, sx, sw, b, "gelu")  # warm-up: plans the product
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = fused_linear_fp8(xq, wq, sx, sw, b, "gelu")
+    new_x, new_sx = quantize_fp8(torch.randn(128, 256, device="cuda") * 3)
+    xq.copy_(new_x)
+    sx.copy_(new_sx)  # the scale is read when the product runs
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel(y, fused_linear_fp8(xq, wq, sx, sw, b, "gelu")) < 1e-6

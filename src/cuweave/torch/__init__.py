@@ -6,7 +6,10 @@ backward (``*_AUX_BIAS`` forward, ``DRELU/DGELU_BGRAD`` and ``BGRADB`` backward)
 ``torch.library`` custom operators (namespace ``cuweave``) with fake implementations, so
 ``torch.compile(fullgraph=True)`` traces through them, and they queue no host
 synchronization, so they can be captured in ``torch.cuda.graph`` after one eager warm-up step.
-CPU tensors run on cuweave's CPU backend with the same results.
+CPU tensors run on cuweave's CPU backend with the same results. Under ``torch.autocast`` the
+layers cast as ``torch.nn.functional.linear`` does. :func:`fused_linear_fp8` is an FP8 forward
+Linear (e4m3 operands with per-tensor scales, a 16-bit result; :func:`quantize_fp8` makes the
+operands).
 
 Imported only when used: ``import cuweave`` does not import torch.
 
@@ -28,7 +31,8 @@ Examples
 """
 
 from ._engine import clear_plans, plan_count
+from ._fp8 import fused_linear_fp8, quantize_fp8
 from ._layers import ACTIVATIONS, FusedLinear, FusedMLP, fused_linear, fused_mlp
 
-__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "ACTIVATIONS",
-           "clear_plans", "plan_count"]
+__all__ = ["FusedLinear", "FusedMLP", "fused_linear", "fused_mlp", "fused_linear_fp8",
+           "quantize_fp8", "ACTIVATIONS", "clear_plans", "plan_count"]

@@ -59,6 +59,19 @@ def _check_input(x, in_features_of=None) -> None:
                                   f"got {x.dtype}")
 
 
+def _autocast(x, *params) -> tuple:
+    """``(x, *params)`` cast as ``torch.nn.functional.linear`` casts them under an enabled
+    ``torch.autocast`` of ``x``'s device type: floating-point tensors other than float64 to
+    the autocast dtype (differentiably: float32 parameters get float32 gradients)."""
+    device_type = x.device.type
+    if not torch.is_autocast_enabled(device_type):
+        return (x, *params)
+    dtype = torch.get_autocast_dtype(device_type)
+    return tuple(t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
+                 and t.dtype != torch.float64 and t.device.type == device_type else t
+                 for t in (x, *params))
+
+
 def _rows(x: torch.Tensor) -> torch.Tensor:
     x2 = x.reshape(-1, x.shape[-1])
     return x2 if x2.is_contiguous() else x2.contiguous()
@@ -81,7 +94,9 @@ def fused_linear(x, weight, bias=None, activation=None):
     x : torch.Tensor
         ``(..., in_features)``, float16, bfloat16, float32 (TF32 when torch's
         ``float32_matmul_precision`` allows it) or float64; CUDA or CPU (CPU tensors run on
-        cuweave's CPU backend).
+        cuweave's CPU backend). Under an enabled ``torch.autocast`` of ``x``'s device type,
+        ``x``, ``weight`` and ``bias`` are first cast as :func:`torch.nn.functional.linear`
+        casts them (floating-point tensors but float64 to the autocast dtype).
     weight : torch.Tensor
         ``(out_features, in_features)`` (torch ``Linear``'s layout), same dtype and device.
     bias : torch.Tensor, optional
@@ -109,6 +124,7 @@ def fused_linear(x, weight, bias=None, activation=None):
     """
     act = _activation(activation)
     _check_input(x)
+    x, weight, bias = _autocast(x, weight, bias)
     _check_weight("weight", weight, x, x.shape[-1])
     _check_bias("bias", bias, x, weight.shape[0])
     lead = x.shape[:-1]
@@ -132,7 +148,7 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     Parameters
     ----------
     x : torch.Tensor
-        ``(..., in_features)``.
+        ``(..., in_features)``; as for :func:`fused_linear` (``torch.autocast`` included).
     w1, b1 : torch.Tensor, torch.Tensor or None
         ``(hidden, in_features)``, ``(hidden,)``.
     w2, b2 : torch.Tensor, torch.Tensor or None
@@ -153,6 +169,7 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     """
     act = _activation(activation)
     _check_input(x)
+    x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
     _check_weight("w1", w1, x, x.shape[-1])
     _check_bias("b1", b1, x, w1.shape[0])
     _check_weight("w2", w2, x, w1.shape[0])

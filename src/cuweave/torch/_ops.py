@@ -181,30 +181,44 @@ def _mlp_setup(ctx, inputs, output):
     ctx.save_for_backward(x, w1, w2, h, aux)
 
 
+#: where the first layer's bias gradient is reduced in the backward pass: ``"wgrad"`` (BGRADB
+#: in the weight-gradient product, after DGELU/DRELU in the hidden-gradient product: cuBLASLt's
+#: DGELU_BGRAD/DRELU_BGRAD kernels are slower) or ``"dgrad"`` (the *_BGRAD epilog)
+FIRST_BIAS_GRAD = "wgrad"
+
+
 def _mlp_backward(ctx, dy, _dh, _daux):
     x, w1, w2, h, aux = ctx.saved_tensors
     if dy is None:
         return (None,) * 6
     dy = dy.contiguous()
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
+    need_b1 = ctx.has_b1 and need_b1
     dw2 = db2 = dw1 = db1 = dx = None
     if need_w2 or need_b2:
         dw2, db2 = linear_wgrad(h, dy, ctx.has_b2 and need_b2)
     if need_x or need_w1 or need_b1:
-        if ctx.activation == "none" or x.shape[0] == w1.shape[0]:
-            # tokens == hidden: the aux matrix's shape fits both frames, and cuweave tells
-            # them apart only by a bounded registry of recent forward outputs; unfused here
-            dz, db1 = _act_grad(ctx.activation, dy @ w2, h, aux, w1.shape[0]), None
-            if ctx.has_b1 and need_b1:
-                db1 = dz.sum(0)
-        else:
-            dz, db1 = linear_dgrad_act(dy, w2, aux, ctx.activation, ctx.has_b1 and need_b1)
+        dz, db1 = _hidden_grad(ctx.activation, dy, x, w1, w2, h, aux,
+                               need_b1 and (FIRST_BIAS_GRAD == "dgrad" or not need_w1))
         if need_w1:
-            dw1 = dz.t() @ x
+            dw1, db = linear_wgrad(x, dz, need_b1 and db1 is None)
+            db1 = db if db1 is None and need_b1 else db1
         if need_x:
             dx = dz @ w1
-    return (dx, dw1 if need_w1 else None, db1 if ctx.has_b1 and need_b1 else None,
+    return (dx, dw1 if need_w1 else None, db1 if need_b1 else None,
             dw2 if need_w2 else None, db2 if ctx.has_b2 and need_b2 else None, None)
+
+
+def _hidden_grad(activation, dy, x, w1, w2, h, aux, bias_grad: bool):
+    """``(dz, db1 or None)``: the gradient of the first product's output, with the first bias
+    gradient when ``bias_grad``."""
+    if activation == "none" or x.shape[0] == w1.shape[0]:
+        # tokens == hidden: the aux matrix's shape fits both frames, and cuweave tells
+        # them apart only by a bounded registry of recent forward outputs; unfused here
+        dz = _act_grad(activation, dy @ w2, h, aux, w1.shape[0])
+        return dz, dz.sum(0) if bias_grad else None
+    dz, db1 = linear_dgrad_act(dy, w2, aux, activation, bias_grad)
+    return dz, db1 if bias_grad else None
 
 
 mlp.register_autograd(_mlp_backward, setup_context=_mlp_setup)
