@@ -3,7 +3,9 @@
 Cases: an MLP block (Linear → GELU(tanh) → Linear) forward + backward (input and parameter
 gradients) in bf16 at tokens 8192, hidden 4096, ffn 16384: cuweave ``FusedMLP`` eager and
 under ``torch.compile``, torch eager, torch.compile (default mode). A small step (tokens 64)
-captured in a CUDA graph vs the same step eager. A probe: can a plain
+captured in a CUDA graph vs the same step eager. The block's products one by one, the
+backward variants (first bias gradient in DGELU_BGRAD or in the weight gradient's BGRADB;
+autotuning over 8/16/32 heuristic candidates), the FP8 forward Linear. A probe: can a plain
 ``cuweave.linalg.advanced.matmul`` be captured in a CUDA graph after a warm-up?
 """
 
@@ -62,20 +64,27 @@ def mlp_block(res, torch, quick, act="gelu"):
                   den="torch.compile", higher_is_better=False, target=1.0)
 
 
-def mlp_products(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
-    """The block's four fused products one by one against what torch runs for each."""
-    from cuweave.torch import _ops
-
+def _mlp_operands(torch, tokens, hidden, ffn):
     bf16 = torch.bfloat16
-    F = torch.nn.functional
+    torch.manual_seed(0)
     x = torch.randn(tokens, hidden, device="cuda", dtype=bf16)
     w1 = torch.randn(ffn, hidden, device="cuda", dtype=bf16) / hidden ** 0.5
     w2 = torch.randn(hidden, ffn, device="cuda", dtype=bf16) / ffn ** 0.5
     b1 = torch.randn(ffn, device="cuda", dtype=bf16)
     b2 = torch.randn(hidden, device="cuda", dtype=bf16)
     dy = torch.randn(tokens, hidden, device="cuda", dtype=bf16)
+    return x, w1, b1, w2, b2, dy
+
+
+def mlp_products(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
+    """The block's six products one by one (fused epilogs) against what torch runs for each."""
+    from cuweave.torch import _ops
+
+    F = torch.nn.functional
+    x, w1, b1, w2, b2, dy = _mlp_operands(torch, tokens, hidden, ffn)
     h, aux = _ops.linear(x, w1, b1, "gelu")
     z = aux[:ffn].t()
+    dz, _ = _ops.linear_dgrad_act(dy, w2, aux, "gelu", False)
     cases = {
         "fwd1 GELU_AUX_BIAS": {
             "cuweave": lambda: _ops.linear(x, w1, b1, "gelu"),
@@ -89,18 +98,86 @@ def mlp_products(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
             "torch mm alone": lambda: dy.t() @ h},
         "dgrad DGELU_BGRAD": {
             "cuweave": lambda: _ops.linear_dgrad_act(dy, w2, aux, "gelu", True),
+            "cuweave DGELU (no bias gradient)": lambda: _ops.linear_dgrad_act(
+                dy, w2, aux, "gelu", False),
             "torch mm + gelu_backward + sum": lambda: torch.ops.aten.gelu_backward(
                 dy @ w2, z, approximate="tanh").sum(0),
+            "torch mm + gelu_backward": lambda: torch.ops.aten.gelu_backward(
+                dy @ w2, z, approximate="tanh"),
             "torch mm alone": lambda: dy @ w2},
+        "wgrad1 BGRADB": {
+            "cuweave": lambda: _ops.linear_wgrad(x, dz, True),
+            "cuweave without the bias gradient": lambda: _ops.linear_wgrad(x, dz, False),
+            "torch mm + sum": lambda: (dz.t() @ x, dz.sum(0)),
+            "torch mm alone": lambda: dz.t() @ x},
+        "dgrad1 (plain)": {"torch mm": lambda: dz @ w1},
     }
     for name, impls in cases.items():
         case = f"{name} bf16 T={tokens} h={hidden} ffn={ffn}"
         for impl, ms in gpu_times_interleaved(impls, iters=5, warmup=2).items():
             res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
         for den in impls:
-            if den != "cuweave":
+            if den != "cuweave" and "cuweave" in impls:
                 res.add_ratio(case=case, metric="ms", num="cuweave", den=den,
                               higher_is_better=False)
+
+
+def mlp_variants(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
+    """The block (GELU, fwd+bwd) under the design choices, each against torch eager in the
+    same interleaved run: where the first bias gradient is reduced, how many heuristic
+    candidates the large products are autotuned over."""
+    from cuweave.torch import _engine, _ops, clear_plans
+
+    fused, plain = _blocks(torch, hidden, ffn, "gelu", torch.bfloat16)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn_like(x)
+    case = f"MLP gelu fwd+bwd bf16 T={tokens} h={hidden} ffn={ffn}: variants"
+    ref = _step(torch, plain, x, dy)
+    old = (_ops.FIRST_BIAS_GRAD, _engine.AUTOTUNE_CANDIDATES)
+    try:
+        for where, candidates in (("dgrad", 8), ("wgrad", 8), ("wgrad", 16), ("wgrad", 32)):
+            _ops.FIRST_BIAS_GRAD, _engine.AUTOTUNE_CANDIDATES = where, candidates
+            clear_plans()
+            name = f"cuweave, b1 grad in {where}, autotune {candidates}"
+            times = gpu_times_interleaved({name: _step(torch, fused, x, dy), "torch eager": ref},
+                                          iters=5, warmup=2, rounds=3)
+            res.add(case=case, impl=name, metric="ms", unit="ms", value=times[name])
+            res.add(case=case, impl=name, metric="vs torch eager", unit="x",
+                    value=times["torch eager"] / times[name])
+    finally:
+        _ops.FIRST_BIAS_GRAD, _engine.AUTOTUNE_CANDIDATES = old
+        clear_plans()
+
+
+def fp8_forward(res, torch, quick, tokens=8192, hidden=4096, ffn=16384):
+    """The block's first product (GELU, bias) with fp8 e4m3 operands, bf16 result."""
+    from cuweave.torch import _ops, fused_linear_fp8, quantize_fp8
+
+    if torch.cuda.get_device_capability() < (8, 9):
+        print("   fp8 needs compute capability >= 8.9; skipped")
+        return
+    F = torch.nn.functional
+    x, w1, b1, *_ = _mlp_operands(torch, tokens, hidden, ffn)
+    (xq, sx), (wq, sw) = quantize_fp8(x), quantize_fp8(w1)
+    y = fused_linear_fp8(xq, wq, sx, sw, b1, "gelu")
+    ref = F.gelu(F.linear(x.float(), w1.float(), b1.float()), approximate="tanh")
+    err = float((y.float() - ref).norm() / ref.norm())
+    case = f"fwd1 GELU_BIAS fp8 e4m3 -> bf16 T={tokens} h={hidden} ffn={ffn}"
+    impls = {"cuweave fp8": lambda: fused_linear_fp8(xq, wq, sx, sw, b1, "gelu"),
+             "cuweave bf16 (GELU_AUX_BIAS)": lambda: _ops.linear(x, w1, b1, "gelu"),
+             "torch bf16 addmm + gelu": lambda: F.gelu(F.linear(x, w1, b1),
+                                                       approximate="tanh")}
+    if hasattr(torch, "_scaled_mm"):
+        impls["torch._scaled_mm + gelu"] = lambda: F.gelu(torch._scaled_mm(
+            xq, wq.t(), sx, sw, bias=b1, out_dtype=torch.bfloat16), approximate="tanh")
+    for impl, ms in gpu_times_interleaved(impls, iters=5, warmup=2).items():
+        res.add(case=case, impl=impl, metric="ms", unit="ms", value=ms)
+    for den in impls:
+        if den != "cuweave fp8":
+            res.add_ratio(case=case, metric="ms", num="cuweave fp8", den=den,
+                          higher_is_better=False)
+    res.add(case=case, impl="cuweave fp8", metric="rel. L2 error vs float32", unit="",
+            value=err)
 
 
 def _graphed(torch, step):
@@ -178,8 +255,9 @@ def run(results, quick: bool) -> None:
     if torch is None or not torch.cuda.is_available():
         print("   torch with CUDA is needed for the torch benchmarks; skipped")
         return
-    parts = [(mlp_block, {}), (mlp_products, {}), (small_step, {}),
-             (small_step, {"hidden": 1024, "ffn": 4096}), (capture_probe, {})]
+    parts = [(mlp_block, {}), (mlp_products, {}), (mlp_variants, {}), (fp8_forward, {}),
+             (small_step, {}), (small_step, {"hidden": 1024, "ffn": 4096}),
+             (capture_probe, {})]
     if not quick:
         parts.insert(1, (mlp_block, {"act": "relu"}))
     for part, kw in parts:
