@@ -14,7 +14,9 @@ import importlib
 from ._blas_options import Alignment, Arrangement, LeadingDimension, Precision, TransposeMode
 from ._options import ComplexLayout, Direction, Execution, FFTType, RealMode
 from ._warm import warm_cache
-from .common_cuda import ComputeCapability, Dim3, current_device_sm
+from . import fft  # the module, callable as nvmath-python's fft(...) factory
+from ._fft_legacy import FFTOptions
+from .common_cuda import CodeType, ComputeCapability, Dim3, current_device_lto, current_device_sm
 from .fft import FFT, valid_sizes
 from .matmul import (
     MAX_ALIGNMENT,
@@ -36,10 +38,15 @@ _LAZY = {
     **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
                              "np_float16x2", "np_float16x4")},
 }
-_SUBMODULES = ("types", "random", "random_helpers", "common_cuda")
+_SUBMODULES = ("types", "random", "random_helpers", "common_cuda", "common", "cublasdx",
+               "cublasdx_backend", "cublasdx_numba")
 
 __all__ = [
     "FFT",
+    "fft",
+    "FFTOptions",
+    "CodeType",
+    "current_device_lto",
     "Matmul",
     "matmul",
     "Layout",

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import NamedTuple
 
-__all__ = ["ComputeCapability", "Dim3", "current_device_sm", "MIN_SUPPORTED_CC",
-           "MAX_SUPPORTED_CC"]
+__all__ = ["ComputeCapability", "Dim3", "CodeType", "current_device_sm", "get_current_device_cc",
+           "current_device_lto", "MIN_SUPPORTED_CC", "MAX_SUPPORTED_CC"]
 
 
 class ComputeCapability(NamedTuple):
@@ -47,6 +47,14 @@ class Dim3(namedtuple("Dim3", ("x", "y", "z"), defaults=(1, 1, 1))):
     __slots__ = ()
 
 
+class CodeType(NamedTuple):
+    """Kind of device code and target capability (nvmath-python's ``CodeType``): device
+    objects take its ``cc`` as their ``sm``."""
+
+    kind: str
+    cc: ComputeCapability
+
+
 MIN_SUPPORTED_CC = ComputeCapability(7, 0)
 MAX_SUPPORTED_CC = ComputeCapability(12, 1)
 
@@ -62,3 +70,13 @@ def current_device_sm() -> ComputeCapability:
     device = cuda.current_device()
     major, minor = cuda.compute_capability(0 if device is None else device)
     return ComputeCapability(int(major), int(minor))
+
+
+def get_current_device_cc() -> ComputeCapability:
+    """nvmath-python's name of :func:`current_device_sm`."""
+    return current_device_sm()
+
+
+def current_device_lto() -> CodeType:
+    """``CodeType('lto', <current device's capability>)`` (nvmath-python's helper)."""
+    return CodeType("lto", current_device_sm())

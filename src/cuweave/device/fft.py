@@ -29,7 +29,9 @@ A kernel using a block FFT::
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
+import types
 
 import numpy as np
 
@@ -313,6 +315,12 @@ class FFT(KernelObject):
     def workspace_size(self) -> int:
         return 0
 
+    @property
+    def files(self) -> list:
+        """Files to pass to ``cuda.jit(link=...)``: none (``execute`` links its code itself;
+        nvmath-python's earlier kernels pass ``link=FFT.files``)."""
+        return []
+
     # ----- execution --------------------------------------------------------------------------
     @property
     def execute(self):
@@ -410,3 +418,16 @@ def warm_fft_cache(configs, max_workers=None) -> list[FFT]:
                     if _cache.load(_cache.make_key([list(s.key()), versions])) is None}.values())
     generate_in_processes(_compile_worker, missing, max_workers, "device FFT")
     return [FFT(**kw) for kw in configs]
+
+
+class _FFTModule(types.ModuleType):
+    """``cuweave.device.fft`` is this module and nvmath-python's ``fft(...)`` factory at once
+    (``from nvmath.device import fft`` gives the factory there)."""
+
+    def __call__(self, *args, **knobs):
+        from ._fft_legacy import fft
+
+        return fft(*args, **knobs)
+
+
+sys.modules[__name__].__class__ = _FFTModule
