@@ -13,8 +13,17 @@ position:
   handed to a worker as soon as its DMA is done, so copying overlaps the remaining DMA.
 
 A region of the arena is reused only after the DMA reading it (upload) or the host copy out
-of it (download) has finished; the host waits for exactly those. Small transfers (below
-``_THREAD_MIN`` bytes in total) are copied on the calling thread.
+of it (download) has finished; the host waits for exactly those. Regions start on page
+boundaries (whatever size the previous transfer had), so every DMA reads or writes whole
+pages of the arena. Small transfers (below ``_THREAD_MIN`` bytes in total) are copied on the
+calling thread.
+
+A download's destination is often a new array whose pages the kernel has not mapped yet (a
+fresh result): the copy out of the arena would then take a page fault per page, after the DMA,
+on the critical path. Its pages are populated (``madvise(MADV_POPULATE_WRITE)``, Linux 5.14+)
+by the copy threads as soon as the DMA is queued, while the device still computes or copies;
+the copies then write into mapped pages. Elsewhere nothing is done
+(``CUWEAVE_PREFAULT=0`` turns it off).
 
 Pinning the user's arrays instead (``cuMemHostRegister``) is not done: registering costs about
 as much as copying the pages once (the driver walks and locks every page) plus an unregister,
@@ -24,7 +33,9 @@ so for one-shot transfers it never wins over a pipelined copy into an already-pi
 from __future__ import annotations
 
 import ctypes
+import math
 import os
+import sys
 import threading
 from collections import deque
 
@@ -32,11 +43,17 @@ import numpy as np
 
 from . import cuda
 
-__all__ = ["Stager", "host_bytes", "shared_stager"]
+__all__ = ["Stager", "host_bytes", "populate", "shared_stager"]
 
 _CHUNK = 2 << 20  # bytes per piece
 _CAPACITY = 32 << 20  # largest pinned arena of one Stager
 _THREAD_MIN = 1 << 20  # transfers below this many bytes are copied on the calling thread
+_ALIGN = 4096  # arena regions start on this boundary (a divisor of it when the chunk is smaller)
+#: populate the pages of threaded downloads' destinations ahead of the copies (module docstring)
+_PREFAULT = os.environ.get("CUWEAVE_PREFAULT", "1") != "0"
+_MADV_POPULATE_WRITE = 23  # Linux 5.14+, the generic value (x86-64, arm64, ...)
+_PAGE = 4096
+_MADVISE: list = []  # [libc madvise] once looked up; [None] where it is unusable
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 _memmove = ctypes.memmove
@@ -60,6 +77,43 @@ def host_bytes(arr: np.ndarray) -> np.ndarray:
     if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
         arr = np.ascontiguousarray(arr)
     return arr.reshape(-1, order="A").view(np.uint8)
+
+
+def _madvise():
+    """libc's ``madvise`` (a ctypes function that releases the GIL), or None off Linux."""
+    if not _MADVISE:
+        fn = None
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).madvise
+                fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+                fn.restype = ctypes.c_int
+            except (OSError, AttributeError):
+                fn = None
+        _MADVISE.append(fn)
+    return _MADVISE[0]
+
+
+def populate(addr: int, nbytes: int) -> bool:
+    """Map the whole pages inside ``[addr, addr + nbytes)`` for writing, without changing their
+    contents (``MADV_POPULATE_WRITE``); the partial pages at the ends are left to the copy.
+
+    Returns whether the kernel did it. A kernel without ``MADV_POPULATE_WRITE`` (``EINVAL``)
+    disables further attempts; other failures (memory the call cannot populate: a read-only
+    or special mapping) are ignored: the copy then faults the pages in as before.
+    """
+    fn = _madvise()
+    if fn is None:
+        return False
+    start = -(-addr // _PAGE) * _PAGE
+    end = (addr + nbytes) // _PAGE * _PAGE
+    if end <= start:
+        return False
+    if fn(start, end - start, _MADV_POPULATE_WRITE) == 0:
+        return True
+    if ctypes.get_errno() == 22:  # EINVAL: this kernel has no MADV_POPULATE_WRITE
+        _MADVISE[0] = None
+    return False
 
 
 class _Done:
@@ -86,6 +140,7 @@ class Stager:
     def __init__(self, chunk: int = _CHUNK, capacity: int = _CAPACITY, threads: bool = True):
         self._chunk = int(chunk)
         self._capacity = max(int(capacity), self._chunk)
+        self._align = math.gcd(self._chunk, _ALIGN)  # whole pieces stay back to back
         self._threads = threads
         self._base = 0
         self._size = 0
@@ -109,9 +164,10 @@ class Stager:
 
     def _reserve(self, m: int, pending: deque, advance) -> int:
         """Arena offset for ``m`` bytes; waits for (and ``advance``-s) the users of the region."""
-        if self._pos + m > self._size:
-            self._pos = 0
-        start, end = self._pos, self._pos + m
+        start = self._pos
+        if start + m > self._size:
+            start = 0
+        end = start + m
         while pending and any(s < end and start < e for s, e, _ in pending):
             advance(pending.popleft())
         if any(s < end and start < e for s, e, _ in self._busy):
@@ -123,7 +179,8 @@ class Stager:
                 else:
                     keep.append((s, e, w))
             self._busy = keep
-        self._pos = end
+        align = self._align
+        self._pos = min(-(-end // align) * align, self._size)
         return start
 
     def _event(self, stream: int):
@@ -209,6 +266,10 @@ class Stager:
 
         with self._lock:
             self._ensure(n)
+            pre = ()
+            if threaded and _PREFAULT:  # queued before the copies: runs while the device works
+                pool = _pool()
+                pre = [pool.submit(populate, base_dst + off, m) for off, m in self._pieces(n)]
             for off, m in self._pieces(n):
                 start = self._reserve(m, pending, advance)
                 cuda.memcpy_async(self._base + start, src_ptr + off, m, stream)
@@ -216,6 +277,8 @@ class Stager:
             while pending:
                 advance(pending.popleft())
             self._drain_busy()
+            for fut in pre:  # done by now (queued before the copies): nothing outlives the call
+                fut.result()
 
     def close(self) -> None:
         with self._lock:
