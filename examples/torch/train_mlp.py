@@ -5,7 +5,7 @@
 
 Both start from the same weights and see the same batches; the losses of the two runs are
 printed side by side and must follow the same curve. Runs on the GPU when there is one (the
-fused epilogs of cuBLASLt: GELU_AUX_BIAS forward, DGELU_BGRAD and BGRADB backward), else on
+fused epilogs of cuBLASLt: GELU_AUX_BIAS forward, DGELU and BGRADB backward), else on
 the CPU (cuweave's CPU backend, same aux formats).
 """
 

@@ -2,7 +2,7 @@
 
 :class:`FusedLinear`, :class:`FusedMLP` and their functional forms :func:`fused_linear`,
 :func:`fused_mlp` run the activation and the bias inside the matrix products, forward and
-backward (``*_AUX_BIAS`` forward, ``DRELU/DGELU_BGRAD`` and ``BGRADB`` backward). They are
+backward (``*_AUX_BIAS`` forward, ``DRELU``/``DGELU`` and ``BGRADB`` backward). They are
 ``torch.library`` custom operators (namespace ``cuweave``) with fake implementations, so
 ``torch.compile(fullgraph=True)`` traces through them, and they queue no host
 synchronization, so they can be captured in ``torch.cuda.graph`` after one eager warm-up step.

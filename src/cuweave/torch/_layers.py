@@ -141,9 +141,11 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
 
     Forward: two products, the first with the ``*_AUX_BIAS`` epilog. Backward: the second
     layer's weight and bias gradients in one product (``BGRADB``), the hidden gradient with the
-    activation's derivative and the first bias gradient fused into the input-gradient product
-    (``DRELU_BGRAD`` / ``DGELU_BGRAD``), then two plain products: no separate activation,
-    activation-gradient or bias-gradient kernels.
+    activation's derivative fused into its product (``DRELU`` / ``DGELU``), the first layer's
+    weight and bias gradients in one product (``BGRADB``) and the input gradient: no separate
+    activation, activation-gradient or bias-gradient kernels. (cuBLASLt's
+    ``DGELU_BGRAD``, which would reduce the first bias gradient in the hidden-gradient product,
+    measured 1.45x the time of ``DGELU`` on an H200 at 8192 x 4096 x 16384.)
 
     Parameters
     ----------
