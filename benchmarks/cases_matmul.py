@@ -1,16 +1,19 @@
 """cuweave.linalg.advanced (cuBLASLt) vs torch, CuPy and nvmath-python, side by side.
 
 Cases: bf16 large GEMM; fused RELU_BIAS / GELU_BIAS (fp16) vs torch unfused,
-``torch._addmm_activation`` and nvmath-python; planned ``execute()`` host µs/call at small
-sizes vs a raw ctypes ``cublasLtMatmul`` floor; function-form µs/call; NumPy round trip.
+``torch._addmm_activation`` and nvmath-python; FP8 e4m3 → bf16 vs ``torch._scaled_mm`` (exact
+and fast accumulation, like with like); planned ``execute()`` host µs/call at small sizes vs a
+raw ctypes ``cublasLtMatmul`` floor; function-form µs/call; NumPy round trip in a fresh
+process and after the other cases (with page faults per call).
 """
 
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
-from harness import cpu_time_ms, gpu_times_interleaved, host_us_interleaved, peer
+from harness import gpu_times_interleaved, host_us_interleaved, peer
 
 from cuweave._bindings import cublaslt as lt
 from cuweave._bindings.library_types import ComputeType, CudaDataType
@@ -195,16 +198,15 @@ def _host_epilog_case(res, torch, calls, n):
     mm.free()
 
 
-def numpy_round_trip(res, torch, nvmath, quick):
-    n = 2048
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    case = f"NumPy {n}^2 fp32 round trip"
+def _minflt() -> int:
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
-    def wall_ms(fn):
-        return cpu_time_ms(fn, iters=3, warmup=1)
 
+def _round_trip_impls(torch, nvmath, a, b):
     impls = {"cuweave matmul()": lambda: matmul(a, b),
              "torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
                                                   torch.from_numpy(b).cuda()).cpu().numpy()}
@@ -213,15 +215,140 @@ def numpy_round_trip(res, torch, nvmath, quick):
     impls["cuweave planned"] = mm.execute
     if nvmath is not None:
         impls["nvmath-python matmul()"] = lambda: nvmath.linalg.advanced.matmul(a, b)
+    return impls, mm
+
+
+def round_trip_times(torch, nvmath, quick, n=2048) -> dict:
+    """``{impl: (median wall ms, minor page faults per call)}`` of a NumPy ``n``² fp32 round
+    trip, the implementations interleaved round-robin (host copies drift over time)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    impls, mm = _round_trip_impls(torch, nvmath, a, b)
     times: dict = {impl: [] for impl in impls}
-    for _ in range(3 if quick else 7):  # interleaved rounds: host copies drift over time
+    faults: dict = {impl: [] for impl in impls}
+    for _ in range(3 if quick else 7):
         for impl, fn in impls.items():
-            times[impl].append(wall_ms(fn))
-    for impl, ts in times.items():
-        res.add(case=case, impl=impl, metric="wall", unit="ms", value=float(np.median(ts)))
+            fn()  # warm-up of this round
+            for _ in range(3):
+                f0, t0 = _minflt(), time.perf_counter()
+                fn()
+                times[impl].append((time.perf_counter() - t0) * 1e3)
+                faults[impl].append(_minflt() - f0)
     mm.free()
-    res.add_ratio(case=case, metric="wall", num="cuweave matmul()", den="torch manual",
-                  higher_is_better=False, target=2.0)  # i.e. <= 0.5x torch's wall time
+    return {impl: (float(np.median(times[impl])), float(np.median(faults[impl])))
+            for impl in impls}
+
+
+def _fresh_round_trip(quick):
+    """:func:`round_trip_times` in a new process (nothing run before it but the imports)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = os.path.join(tempfile.mkdtemp(prefix="cuweave-rt-"), "fresh.json")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(here, "..", "src"),
+                                                    env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, os.path.abspath(__file__), "--round-trip", out]
+    cmd += ["--quick"] if quick else []
+    try:
+        subprocess.run(cmd, env=env, timeout=120, check=True)
+        with open(out) as f:
+            return json.load(f)
+    except (subprocess.SubprocessError, OSError, ValueError) as e:
+        print(f"   fresh-process round trip failed: {type(e).__name__}: {e}")
+        return None
+
+
+def numpy_round_trip(res, torch, nvmath, quick):
+    """The round trip in a fresh process and in this one (after the other cases: large GEMMs,
+    thousands of small calls, nvmath-python), each against torch's manual path in the same
+    process."""
+    n = 2048
+    conditions = (("fresh process", _fresh_round_trip(quick)),
+                  ("after the other matmul cases", round_trip_times(torch, nvmath, quick, n)))
+    for where, got in conditions:
+        if not got:
+            continue
+        case = f"NumPy {n}^2 fp32 round trip ({where})"
+        for impl, (ms, faults) in got.items():
+            res.add(case=case, impl=impl, metric="wall", unit="ms", value=ms,
+                    page_faults_per_call=faults)
+        for num in ("cuweave matmul()", "cuweave planned"):
+            res.add_ratio(case=case, metric="wall", num=num, den="torch manual",
+                          higher_is_better=False, target=2.0)  # i.e. <= 0.5x torch's wall time
+
+
+def _fp8_operands(torch, n):
+    torch.manual_seed(0)
+    e4m3 = torch.float8_e4m3fn
+    a = (torch.randn(n, n, device="cuda") * 0.5).to(e4m3)  # (M, K) row-major
+    b = (torch.randn(n, n, device="cuda") * 0.5).to(e4m3).t()  # (K, N) column-major
+    sa = torch.tensor(0.75, device="cuda")
+    sb = torch.tensor(1.25, device="cuda")
+    return a, b, sa, sb
+
+
+def fp8_planned(a, b, sa, sb, fast: bool, candidates: int = 16):
+    """cuweave's fp8 product (bf16 result) planned over ``candidates`` and autotuned."""
+    from cuweave.linalg.advanced import MatmulPlanPreferences
+
+    mm = Matmul(a, b, quantization_scales={"a": sa, "b": sb},
+                options={"result_type": "bfloat16", "fast_accumulation": fast})
+    mm.plan(preferences=MatmulPlanPreferences(limit=candidates))
+    mm.autotune()
+    return mm
+
+
+def fp8_gemm(res, torch, nvmath, quick):
+    """FP8 e4m3 8192^3 -> bf16 against ``torch._scaled_mm``, like with like: both with the
+    exact (default) accumulation, and both with fast accumulation (torch's
+    ``use_fast_accum=True``, cuweave's ``fast_accumulation=True``)."""
+    if torch.cuda.get_device_capability() < (8, 9) or not hasattr(torch, "_scaled_mm"):
+        print("   fp8 needs compute capability >= 8.9 and torch._scaled_mm; skipped")
+        return
+    n = 8192
+    a, b, sa, sb = _fp8_operands(torch, n)
+    bf16 = torch.bfloat16
+    mm, mm_fast = fp8_planned(a, b, sa, sb, False), fp8_planned(a, b, sa, sb, True)
+    ref = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=bf16).float()
+    err = float((mm.execute().float() - ref).abs().max() / ref.abs().max())
+    impls = {
+        "cuweave": mm.execute,
+        "torch._scaled_mm": lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb,
+                                                     out_dtype=bf16),
+        "cuweave fast_accumulation=True": mm_fast.execute,
+        "torch._scaled_mm use_fast_accum=True": lambda: torch._scaled_mm(
+            a, b, scale_a=sa, scale_b=sb, out_dtype=bf16, use_fast_accum=True),
+    }
+    if nvmath is not None:
+        try:
+            nm = nvmath.linalg.advanced.Matmul(
+                a, b, quantization_scales={"a": sa, "b": sb},
+                options={"result_type": nvmath.CudaDataType.CUDA_R_16BF})
+            nm.plan()
+            impls["nvmath-python"] = nm.execute
+        except Exception as e:
+            print(f"   nvmath-python fp8 skipped: {type(e).__name__}: {e}")
+    case = f"FP8 e4m3 {n}^3 -> bf16"
+    for impl, ms in gpu_times_interleaved(impls, iters=5 if quick else 10,
+                                          rounds=5 if quick else 9).items():
+        res.add(case=case, impl=impl, metric="TFLOP/s", unit="TFLOP/s",
+                value=_tflops(n, n, n, ms), **({"max_rel_diff_vs_torch": err}
+                                               if impl == "cuweave" else {}))
+    res.add_ratio(case=case, metric="TFLOP/s", num="cuweave", den="torch._scaled_mm",
+                  higher_is_better=True, target=1.0)
+    res.add_ratio(case=case, metric="TFLOP/s", num="cuweave fast_accumulation=True",
+                  den="torch._scaled_mm use_fast_accum=True", higher_is_better=True,
+                  target=1.0)
+    res.add_ratio(case=case, metric="TFLOP/s", num="cuweave", den="nvmath-python",
+                  higher_is_better=True)
+    mm.free()
+    mm_fast.free()
 
 
 def run(results, quick: bool) -> None:
@@ -231,16 +358,34 @@ def run(results, quick: bool) -> None:
         return
     import traceback
 
-    cupy, nvmath = peer("cupy"), peer("nvmath")
-    if nvmath is not None:
-        try:
-            import nvmath.linalg.advanced  # noqa: F401
-        except Exception:
-            nvmath = None
+    cupy, nvmath = peer("cupy"), _nvmath_or_none()
     parts = [(large_gemm, (torch, nvmath)), (fused, (torch, nvmath)),
-             (host_overhead, (torch, cupy, nvmath)), (numpy_round_trip, (torch, nvmath))]
+             (fp8_gemm, (torch, nvmath)), (host_overhead, (torch, cupy, nvmath)),
+             (numpy_round_trip, (torch, nvmath))]
     for part, args in parts:
         try:
             part(results, *args, quick)
         except Exception:
             traceback.print_exc()
+
+
+def _nvmath_or_none():
+    nvmath = peer("nvmath")
+    if nvmath is not None:
+        try:
+            import nvmath.linalg.advanced  # noqa: F401
+        except Exception:
+            nvmath = None
+    return nvmath
+
+
+if __name__ == "__main__":  # the fresh process of numpy_round_trip
+    import json
+    import sys
+
+    if len(sys.argv) < 3 or sys.argv[1] != "--round-trip":
+        print("usage: python benchmarks/run.py --engines matmul")
+        sys.exit(2)
+    got = round_trip_times(peer("torch"), _nvmath_or_none(), "--quick" in sys.argv[3:])
+    with open(sys.argv[2], "w") as f:
+        json.dump(got, f)
