@@ -7,11 +7,13 @@ per call at 8×256 for a planned ``execute()`` and for the function form, and a 
 the filter applied in an epilog callback (and the ``1/n`` fused into the inverse) against
 fft → multiply → ifft in torch and CuPy. Every case and every peer fails on its own: the run
 goes on, and a missing peer is skipped quietly.
-CPU cases: cuweave with ``ExecutionCPU(num_threads=2)`` against ``scipy.fft`` with
-``workers=2`` (always run; the only cases when there is no GPU).
+CPU cases: cuweave with ``ExecutionCPU(num_threads=n)`` against ``scipy.fft`` with ``workers=n``
+and ``numpy.fft``, n = 1 and 2 (always run; the only cases when there is no GPU).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 from harness import (
@@ -192,35 +194,78 @@ def _gpu_cases(results, quick):
 
 
 # ---- CPU -------------------------------------------------------------------------------------
-def _cpu_cases(results, quick):
+CPU_CASES = [
+    ("CPU C2C 1-D 256x4096 c64", "fft", (256, 4096), np.complex64, (1,)),
+    ("CPU R2C 2-D 1024^2 f64", "rfft", (1024, 1024), np.float64, (0, 1)),
+    ("CPU C2C 3-D 64^3 c128", "fft", (64, 64, 64), np.complex128, (0, 1, 2)),
+]
+#: seconds between two implementations' blocks: longer than the OpenMP runtime's spin after a
+#: parallel region (KMP_BLOCKTIME, 200 ms), so that MKL's waiting threads never take a core
+#: from the implementation timed next
+SETTLE_S = 0.25
+
+
+def _cpu_impls(kind, x, axes, threads):
     import scipy.fft as sfft
 
     import cuweave.fft as F
+    from cuweave.fft._cpu_backends import backend_name
+
+    space = F.ExecutionCPU(num_threads=threads)
+    ours = getattr(F, kind)
+    theirs = sfft.fftn if kind == "fft" else sfft.rfftn
+    numpy_fn = np.fft.fftn if kind == "fft" else np.fft.rfftn
+    return {f"cuweave ({backend_name()})": lambda: ours(x, axes=axes, execution=space),
+            "scipy.fft": lambda: theirs(x, axes=axes, workers=threads),
+            "numpy.fft": lambda: numpy_fn(x, axes=axes)}
+
+
+def _busy_s():
+    """``(CPU seconds all processes spent busy, CPU seconds this process spent)`` so far, or
+    ``None`` where ``/proc/stat`` is missing: the difference over a case is the other
+    processes' load, recorded with the case (``other_cores``) to show a contaminated run."""
+    import resource
+
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:]]
+    except OSError:
+        return None
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"), ru.ru_utime + ru.ru_stime
+
+
+def _cpu_cases(results, quick):
+    """cuweave's CPU FFTs (MKL with the ``cpu-fft`` extra, else pocketfft) against scipy.fft
+    with the same worker count and numpy.fft (one thread), at 1 and 2 threads. Rounds
+    interleave the implementations (the machine may be shared), one block each, with
+    :data:`SETTLE_S` between blocks."""
+    import time
 
     rng = np.random.default_rng(0)
-    cases = [
-        ("CPU C2C 1-D 256x4096 c64", "fft", (256, 4096), np.complex64, (1,)),
-        ("CPU R2C 2-D 1024^2 f64", "rfft", (1024, 1024), np.float64, (0, 1)),
-        ("CPU C2C 3-D 64^3 c128", "fft", (64, 64, 64), np.complex128, (0, 1, 2)),
-    ]
-    if quick:
-        cases = cases[:2]
-    space = F.ExecutionCPU(num_threads=2)
-    for case, kind, shape, dtype, axes in cases:
-        x = rng.standard_normal(shape)
-        if np.dtype(dtype).kind == "c":
-            x = x + 1j * rng.standard_normal(shape)
-        x = x.astype(dtype)
-        ours = getattr(F, kind)
-        theirs = sfft.fftn if kind == "fft" else sfft.rfftn
-        impls = {"cuweave": lambda o=ours, x=x, a=axes: o(x, axes=a, execution=space),
-                 "scipy.fft": lambda t=theirs, x=x, a=axes: t(x, axes=a, workers=2)}
-        times = {k: [] for k in impls}
-        for _ in range(3 if quick else 7):  # interleaved rounds: the machine is shared
-            for name, fn in impls.items():
-                times[name].append(cpu_time_ms(fn, iters=3, warmup=1))
-        for name, ts in times.items():
-            results.add(case=case, impl=name, metric="ms", value=float(np.median(ts)),
-                        unit="ms")
-        results.add_ratio(case=case, metric="ms", num="cuweave", den="scipy.fft",
-                          higher_is_better=False, target=1.0)
+    cases = CPU_CASES[:2] if quick else CPU_CASES
+    for threads in (1, 2):
+        for name, kind, shape, dtype, axes in cases:
+            x = rng.standard_normal(shape)
+            if np.dtype(dtype).kind == "c":
+                x = x + 1j * rng.standard_normal(shape)
+            x = x.astype(dtype)
+            case = f"{name}, {threads} thread{'s' if threads > 1 else ''}"
+            impls = _cpu_impls(kind, x, axes, threads)
+            times = {k: [] for k in impls}
+            t0, b0 = time.perf_counter(), _busy_s()
+            for _ in range(3 if quick else 7):
+                for impl, fn in impls.items():
+                    time.sleep(SETTLE_S)
+                    times[impl].append(cpu_time_ms(fn, iters=5, warmup=1))
+            b1, wall = _busy_s(), time.perf_counter() - t0
+            other = None if b0 is None else round(
+                ((b1[0] - b0[0]) - (b1[1] - b0[1])) / wall, 3)
+            for impl, ts in times.items():
+                results.add(case=case, impl=impl, metric="ms", value=float(np.median(ts)),
+                            unit="ms", threads=threads, other_cores=other)
+            ours = next(iter(impls))
+            results.add_ratio(case=case, metric="ms", num=ours, den="scipy.fft",
+                              higher_is_better=False, target=1.3)
+            results.add_ratio(case=case, metric="ms", num=ours, den="numpy.fft",
+                              higher_is_better=False)

@@ -1,4 +1,5 @@
-"""cuweave.fft on the CPU (scipy.fft) against float64 NumPy references; bad inputs."""
+"""cuweave.fft on the CPU (MKL with the cpu-fft extra, else pocketfft) against float64 NumPy
+references; bad inputs (the backends themselves: test_cpu_backend.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""CPU execution of FFTs with SciPy's pocketfft (multithreaded through ``workers``).
+"""CPU execution of FFTs: MKL's DFTI where the ``cpu-fft`` extra is installed, else SciPy's
+pocketfft (both multithreaded through ``workers``, per call).
 
-A :class:`CpuPlan` is built once per :class:`~cuweave.fft.FFT` object: it binds the scipy
-function and its keyword arguments, so an execution is a single call. scipy keeps its own
-cache of twiddle-factor plans, which repeated executions reuse.
+A :class:`CpuPlan` is built once per :class:`~cuweave.fft.FFT` object. It holds the MKL plan
+(:class:`~cuweave.fft._cpu_backends.MklPlan`) when MKL is there, and the bound pocketfft call
+that runs everything MKL leaves (:mod:`cuweave.fft._cpu_backends` says what) or everything
+when MKL is absent. Both keep caches of committed plans that repeated executions reuse.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._internal.errors import InvalidOperandError
+from ._cpu_backends import MklPlan, mkl_library
 from ._options import FFTDirection
 
 __all__ = ["CpuPlan", "scipy_norm", "CPU_DTYPES"]
@@ -41,7 +44,7 @@ def _pocketfft():
 
 
 class CpuPlan:
-    """A bound scipy.fft call for one transform type over fixed axes.
+    """One transform type over fixed axes on the host: MKL's DFTI, else a bound pocketfft call.
 
     Parameters
     ----------
@@ -50,12 +53,13 @@ class CpuPlan:
     out_lengths : tuple of int
         Output lengths along ``axes`` (used by C2R for the real output size).
     workers : int
-        Number of threads scipy may use.
+        Most threads one execution may use (``workers`` of pocketfft, ``DFTI_THREAD_LIMIT``
+        of MKL; no process-wide setting changes).
     dtype : str
         Canonical dtype of the operand.
     """
 
-    __slots__ = ("_forward", "_inverse", "_kwargs", "fft_type")
+    __slots__ = ("_forward", "_inverse", "_kwargs", "_mkl", "fft_type")
 
     def __init__(self, fft_type: str, axes, out_lengths, workers: int, dtype: str):
         sfft = _pocketfft()
@@ -73,8 +77,20 @@ class CpuPlan:
         else:
             self._forward, self._inverse = None, sfft.irfftn
             self._kwargs["s"] = tuple(out_lengths)
+        dfti = mkl_library()
+        self._mkl = None if dfti is None else MklPlan(dfti, fft_type, axes, out_lengths, workers)
+
+    @property
+    def backend(self) -> str:
+        """``'mkl'`` or ``'pocketfft'``: the library this plan runs on (MKL still hands the
+        layouts it cannot take to pocketfft)."""
+        return "pocketfft" if self._mkl is None else "mkl"
 
     def run(self, x: np.ndarray, direction: FFTDirection, norm: str | None) -> np.ndarray:
-        """Transform the host array ``x`` (never modified); returns a new NumPy array."""
+        """Transform the host array ``x`` (never modified); returns a new C-ordered array."""
+        if self._mkl is not None:
+            res = self._mkl.run(x, direction, norm)
+            if res is not None:
+                return res
         fn = self._forward if direction == FFTDirection.FORWARD else self._inverse
         return fn(x, norm=scipy_norm(direction, norm), **self._kwargs)
