@@ -428,6 +428,32 @@ def test_autotune_cache_key_and_stale_entry_fallback(gpu, monkeypatch, tmp_path,
     mm.free()
 
 
+def test_autotune_of_a_plan_from_the_autotune_cache_times_nothing(gpu, monkeypatch, tmp_path):
+    """A second process planning from the persistent cache pays no tuning: autotune() keeps the
+    stored order (pruned when asked) instead of timing every algorithm again."""
+    from cuweave.linalg.advanced import _autotune_cache, _cuda
+    from cuweave.linalg.advanced._algorithm import Algorithm
+
+    stored = [Algorithm(b"x" * 64, 1), Algorithm(b"y" * 64, 1)]
+    monkeypatch.setattr(_autotune_cache, "_state", {"path": str(tmp_path / "c.json")})
+    monkeypatch.setattr(_autotune_cache, "lookup", lambda dev, key: list(stored))
+    monkeypatch.setattr(_autotune_cache, "store", lambda dev, key, algos: None)
+    monkeypatch.setattr(lt, "algo_check", lambda *a: lt.HeuristicResult())
+    timed = []
+    monkeypatch.setattr(_cuda.CudaEngine, "autotune", lambda self, *a: timed.append(a) or [])
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    planned = mm.plan()
+    assert len(planned) == 2
+    assert len(mm.autotune(prune=1)) == 1 and timed == []
+    mm.free()
+    monkeypatch.setattr(_autotune_cache, "lookup", lambda dev, key: None)  # a cache miss
+    mm = Matmul(gpu.tensor(16, 16), gpu.tensor(16, 16))
+    mm.plan()
+    mm.autotune()
+    assert len(timed) == 1  # timed as before
+    mm.free()
+
+
 # ---- streams, devices and lifetimes -------------------------------------------------------------
 
 

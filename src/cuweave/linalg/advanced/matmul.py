@@ -59,7 +59,7 @@ from ._options import (
     MatmulPlanPreferences,
     MatmulQuantizationScales,
 )
-from ._run import build_run, squeeze
+from ._run import build_run, deliver_results, squeeze
 from ._types import resolve_types
 
 __all__ = ["Matmul"]
@@ -467,10 +467,13 @@ class Matmul(StatefulObject):
             algorithms = cached = _autotune_cache.lookup(self._device_id, self._cache_key(spec))
         plan = functools.partial(self._engine.plan, p, self._types, self._binding.lt,
                                  self._binding, prefs, alignments=lt_align)
+        self._from_tune_cache = False
         if cached is None:
             return plan(list(algorithms) if algorithms is not None else None)
         try:
-            return plan(list(cached))
+            planned = plan(list(cached))
+            self._from_tune_cache = True  # autotune() then reuses the stored timing
+            return planned
         except CublasLtError as e:  # a stale entry (another library build, layout, ...)
             self._log.info("autotune cache: the stored algorithms were rejected (%s); running "
                            "the heuristics", e)
@@ -515,7 +518,10 @@ class Matmul(StatefulObject):
     def autotune(self, iterations: int = 10, prune=None, release_workspace: bool = False,
                  stream=None):
         """Time every planned algorithm and reorder :attr:`algorithms` fastest first; with
-        ``prune=N`` only the fastest ``N`` are kept."""
+        ``prune=N`` only the fastest ``N`` are kept.
+
+        With the persistent autotune cache on (:func:`enable_autotune_cache`), a plan whose
+        algorithms came from it is already in timed order: nothing is timed again."""
         self._require_planned("autotune")
         if not isinstance(iterations, int) or iterations < 1:
             raise InvalidOptionError(f"iterations must be a positive int, got {iterations!r}")
@@ -524,6 +530,13 @@ class Matmul(StatefulObject):
             raise InvalidOptionError(f"prune must be None or a positive int, got {prune!r}")
         if self._on_cpu:
             self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
+            return list(self._algorithms)
+        if getattr(self, "_from_tune_cache", False):
+            self._log.info("autotune: the plan's algorithms come timed from the autotune cache")
+            if prune is not None:
+                self._algorithms = self._algorithms[:prune]
+            if release_workspace:
+                self._engine.release_workspace()
             return list(self._algorithms)
         given = self._resolve_stream(stream)  # None: the current stream, read by the run
         s = given if given is not None else self._adapter.stream_getter(self._device_id)()
@@ -581,6 +594,8 @@ class Matmul(StatefulObject):
         squeezed = self._problem.squeeze
         if squeezed and not self.options.inplace:  # in place: the result is c itself
             result = squeeze(result, squeezed)
+        if self._adapter.deliver is not None:
+            result, aux = deliver_results(self._adapter.deliver, result, aux)
         return (result, aux) if aux else result
 
     def _new_result(self, stream):
