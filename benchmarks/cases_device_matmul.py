@@ -63,31 +63,23 @@ def _build(what, arg):
     return kernel, (arr, arr, arr)
 
 
-def _prewarm_one(task) -> str | None:
-    """Worker: type and lower one kernel, so its cuBLASDx code lands in the disk cache."""
-    try:
-        from numba import cuda
+def _target(what, arg):
+    """``warm_kernels`` target: ``(pyfunc, signature, sm)`` of one benchmark kernel."""
+    from cuweave.device.fft import default_sm
 
-        kernel, sig = _build(*task)
-        cc = cuda.get_current_device().compute_capability
-        cuda.compile(kernel.py_func, sig, cc=cc, output="ltoir")
-    except Exception as e:  # the main process compiles (and reports) it again
-        return f"{task}: {type(e).__name__}: {e}"
-    return None
+    kernel, sig = _build(what, arg)
+    return kernel.py_func, sig, default_sm()
 
 
 def _prewarm() -> None:
-    """Generate every kernel's cuBLASDx code in parallel processes (libmathdx is serial and
-    CPU-bound); the timed runs then find it in the disk cache."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    """Generate every kernel's cuBLASDx code first, one device function per process
+    (libmathdx is serial and CPU-bound); the timed runs then find it in the disk cache."""
+    from cuweave.device._warm import warm_kernels
 
     t0 = time.perf_counter()
-    workers = min(len(_KERNELS), os.cpu_count() or 1)
     try:
-        with ProcessPoolExecutor(workers,
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            errors = [e for e in pool.map(_prewarm_one, _KERNELS) if e]
+        errors = warm_kernels([(os.path.abspath(__file__), "_target", what, arg)
+                               for what, arg in _KERNELS])
     except Exception as e:  # not fatal: the kernels compile serially below
         errors = [f"{type(e).__name__}: {e}"]
     for e in errors:

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from harness import Results  # noqa: E402
 
-GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "torch",
-               "llm")
+GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "device_matmul",
+               "torch", "llm", "graph")
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,7 @@ The library-backed tests are skipped without nvidia-libmathdx-cu13 / numba-cuda 
 from __future__ import annotations
 
 import os
+import sys
 import types as pytypes
 import warnings
 
@@ -34,7 +35,8 @@ def _spec(**kw):
 @pytest.mark.parametrize("kw, fragment", [
     (dict(size=(32, 16)), "size must be a sequence (m, n, k)"),
     (dict(size=(32, 0, 4)), "size must be a positive integer"),
-    (dict(precision=np.int32), "precision.a must be one of"),
+    (dict(precision=np.bool_), "precision.a must be one of"),
+    (dict(precision=np.int8, data_type="complex"), "precision must be floating-point"),
     (dict(precision=(np.float16, np.float32)), "precision must be one dtype or a 3-sequence"),
     (dict(data_type="quaternion"), "data_type must be one of"),
     (dict(execution="Thread"), "execution must be 'Block'"),
@@ -231,6 +233,10 @@ def test_unsupported_description_is_a_typed_error(mathdx):
 # ---------------------------------------------------------------------------------------------
 
 
+_EVER_LINKED: dict = {}
+_EVER_DECLARED: dict = {}
+
+
 @pytest.fixture
 def link_sm90(monkeypatch):
     """``link_sm90(pyfunc, sig)``: compile a kernel for sm_90 and link it with the generated
@@ -245,13 +251,23 @@ def link_sm90(monkeypatch):
                         lambda: pytypes.SimpleNamespace(compute_capability=(9, 0)))
     linked = []
     original = _blas_numba._link
-    monkeypatch.setattr(_blas_numba, "_link",
-                        lambda context, code: (linked.append(code), original(context, code)))
+
+    def record(context, code):
+        linked.append(code)
+        _EVER_LINKED[code["symbol"]] = code
+        original(context, code)
+
+    monkeypatch.setattr(_blas_numba, "_link", record)
+    declare = cuda.declare_device  # device FFTs (cuFFTDx code and twiddle tables) link this way
+    monkeypatch.setattr(cuda, "declare_device", lambda *a, **k: (
+        _EVER_DECLARED.update({id(o): o for o in k.get("link", ())}), declare(*a, **k))[1])
 
     def run(pyfunc, sig):
         linked.clear()
         try:
-            ir, _ = cuda.compile(pyfunc, sig, cc=(9, 0), output="ltoir")
+            # a kernel (not a device function, which the link would drop unreferenced)
+            ir, _ = cuda.compile(pyfunc, sig, cc=(9, 0), output="ltoir", device=False,
+                                 abi="numba")
         except Exception as e:
             if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
                 pytest.skip(f"libNVVM is not available: {e}")
@@ -260,10 +276,20 @@ def link_sm90(monkeypatch):
         try:
             nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, ir, len(ir), "kernel")
             symbols = sorted({c["symbol"] for c in linked})
-            for code in {c["symbol"]: c for c in linked}.values():
+            # numba reuses the overloads compiled for earlier kernels of this process (their
+            # code was linked there): everything generated so far goes into the link
+            for code in _EVER_LINKED.values():
                 nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, code["ltoir"],
                                    len(code["ltoir"]), code["symbol"])
-            nvjitlink.complete(handle)
+            for obj in _EVER_DECLARED.values():
+                nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, obj.data, len(obj.data),
+                                   obj.name)
+            try:
+                nvjitlink.complete(handle)
+            except nvjitlink.nvJitLinkError:
+                log = bytearray(nvjitlink.get_error_log_size(handle))
+                nvjitlink.get_error_log(handle, log)
+                raise AssertionError(log.decode(errors="replace")[:2000]) from None
             cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
             nvjitlink.get_linked_cubin(handle, cubin)
         finally:
@@ -487,3 +513,143 @@ def test_copy_alignment_must_be_a_power_of_two(mm_f32, link_sm90):
 
     with pytest.raises(Exception, match="alignment must be one of 1, 2, 4, 8, 16"):
         link_sm90(kernel, (types.float32[:, ::1],))
+
+
+_WARM_TARGET = '''
+import types as pytypes
+
+import numpy as np
+from numba import cuda
+from numba.cuda import dispatcher, types
+
+from cuweave.device.matmul import Matmul, clear, copy, copy_wait, make_tensor
+
+# no GPU here: numba types device functions for the given architecture
+dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+
+
+def kernel_and_mm():
+    mm = Matmul((32, 32, 32), np.float32, "real", arrangement=("row_major", "col_major",
+                "col_major"), sm=90, block_size=64)
+    la, lc = mm.suggest_layout_smem_a(), mm.get_layout_rmem_c()
+
+    def kernel(a):
+        smem = cuda.shared.array(0, dtype=np.float32)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), make_tensor(smem, la))
+        acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        clear(acc)
+        copy_wait()
+
+    return kernel, mm
+
+
+def target():
+    kernel, _ = kernel_and_mm()
+    return kernel, (types.float32[:, ::1],), 900
+'''
+
+
+@pytest.mark.slow
+def test_warm_kernels_generates_every_device_function_first(mathdx, link_sm90, tmp_path,
+                                                             monkeypatch):
+    """warm_kernels lowers the kernel in a worker without generating code, generates the
+    functions it lists in parallel workers, and the kernel's own compilation then generates
+    nothing (everything comes from the disk cache)."""
+    import importlib.util
+
+    from cuweave.device import _blas_mathdx
+    from cuweave.device._warm import warm_kernels
+
+    path = tmp_path / "warm_target.py"
+    path.write_text(_WARM_TARGET)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))
+    assert warm_kernels([(str(path), "target")], max_workers=2) == []
+    spec = importlib.util.spec_from_file_location("_cw_warm_target", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel, _ = module.kernel_and_mm()
+
+    def generated(*a, **k):
+        raise AssertionError("code generated after warm_kernels")
+
+    monkeypatch.setattr(_blas_mathdx, "compile_functions", generated)
+    from numba.cuda import types
+
+    cubin, symbols = link_sm90(kernel, (types.float32[:, ::1],))
+    assert len(symbols) == 2 and len(cubin) > 1000
+    errors = warm_kernels([(str(path), "no_such_builder")], max_workers=2)
+    assert len(errors) == 1 and "no_such_builder" in errors[0]
+
+
+def test_integer_precisions(mathdx, link_sm90):
+    """nvmath-python 1.0's integer GEMMs: int8 A and B with an int32 C (traits on the CPU, the
+    pointer execute links for sm_90); complex integers do not exist in NumPy."""
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device.matmul import Matmul
+
+    mm = Matmul((32, 32, 64), (np.int8, np.int8, np.int32), "real", sm=90, block_size=128,
+                arrangement=(ROW, COL, COL))
+    assert (mm.a_value_type, mm.b_value_type, mm.c_value_type) == (np.int8, np.int8, np.int32)
+    assert tuple(mm.alignment) == (1, 1, 4)
+    assert mm.get_shared_storage_size() == 32 * 64 + 64 * 32 + 4 * 32 * 32
+    with pytest.raises(InvalidOptionError, match="precision.*complex"):
+        Matmul((32, 32, 64), np.int8, "complex", sm=90, arrangement=(ROW, COL, COL))
+    with pytest.raises(InvalidOptionError, match="precision.a must be one of"):
+        Matmul((32, 32, 64), np.bool_, "real", sm=90, arrangement=(ROW, COL, COL))
+
+    def kernel(a, b, c):
+        sa = cuda.shared.array(32 * 64, dtype=np.int8)
+        sb = cuda.shared.array(64 * 32, dtype=np.int8)
+        sc = cuda.shared.array(32 * 32, dtype=np.int32)
+        for i in range(cuda.threadIdx.x, 32 * 64, 128):
+            sa[i] = a[i]
+            sb[i] = b[i]
+        for i in range(cuda.threadIdx.x, 32 * 32, 128):
+            sc[i] = c[i]
+        cuda.syncthreads()
+        mm.execute(2, sa, sb, 3, sc)
+        cuda.syncthreads()
+        for i in range(cuda.threadIdx.x, 32 * 32, 128):
+            c[i] = sc[i]
+
+    i8 = types.int8[::1]
+    cubin, symbols = link_sm90(kernel, (i8, i8, types.int32[::1]))
+    assert len(cubin) > 1000 and len(symbols) == 1
+
+
+_DERIVED = [
+    dict(size=(32, 16, 64), precision=np.float32, arrangement=(ROW, COL, COL), block_size=64),
+    dict(size=(20, 12, 28), precision=np.float64, arrangement=(COL, ROW, ROW), block_dim=(32, 2)),
+    dict(size=(16, 48, 24), precision=(np.float16, np.float16, np.float32),
+         arrangement=(ROW, ROW, COL), block_size=128, static_block_dim=True),
+    dict(size=(8, 8, 8), precision=np.float32, data_type="complex", arrangement=(COL, COL, ROW),
+         block_size=32, alignment=(16, 8, 8)),
+    dict(size=(32, 32, 32), precision=np.float64, data_type="complex",
+         arrangement=(ROW, COL, COL), block_size=128, leading_dimension=(40, 36, 33)),
+    dict(size=(32, 16, 64), precision=np.float32, transpose_mode=("transposed", "non_transposed"),
+         block_size=128),
+    dict(size=(32, 32, 64), precision=(np.int8, np.int8, np.int32),
+         arrangement=(COL, ROW, ROW), block_size=64),
+]
+
+
+@pytest.mark.parametrize("knobs", _DERIVED, ids=range(len(_DERIVED)))
+def test_derived_traits_equal_libmathdx(mathdx, knobs):
+    """Configurations with a given block dimension skip libmathdx's traits compilation
+    (cuBLASDx's defaults computed here): they must equal what libmathdx reports."""
+    from cuweave.device.matmul import _derived
+
+    knobs = dict(knobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        spec = MatmulSpec.from_knobs(knobs.pop("size"), knobs.pop("precision"),
+                                     knobs.pop("data_type", "real"), sm=90, **knobs)
+    derived = _derived(spec)
+    bd, ld = spec.block_dim, spec.leading_dimension
+    reported = mathdx.traits(spec, bd, ld if isinstance(ld, tuple) else None)
+    for name, value in derived.items():
+        if name == "arrangement" and spec.arrangement is None:
+            continue  # transpose_mode: the data is column-major as given (storage_orders)
+        assert reported[name] == value, name

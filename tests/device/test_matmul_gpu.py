@@ -1,9 +1,15 @@
 """GPU tests of cuweave.device.Matmul against NumPy float64 references.
 
-Every dtype x arrangement x size class of the shared-memory pointer API (the core subset runs
-by default, the rest is marked ``slow``), ``transpose_mode``, leading dimensions with padding,
-the opaque-tensor API (gmem -> smem copy, register accumulation, ``axpby``) and ``MM(...)``.
-All configurations are compiled first in parallel processes (``warm_cache``).
+The shared-memory pointer API over dtype x arrangement x size class: by default 20
+configurations that cover every pair (every dtype with every arrangement, every dtype and every
+arrangement with every size class); the other 60 of the full product are marked ``slow``. Also
+``transpose_mode``, padded and run-time leading dimensions, the opaque-tensor API (gmem -> smem
+copy, register accumulation, ``axpby``), accumulators and ``MM(...)``.
+
+Only the configurations of the selected tests are built, all at once in parallel processes
+(``warm_cache``); the device functions of the tensor kernels are generated in parallel too
+(``warm_kernels``). Run without xdist (each xdist worker would build them again): on a cold
+cache with 16 CPU cores the default selection takes about a minute.
 """
 
 from __future__ import annotations
@@ -29,9 +35,6 @@ DTYPES = {  # name -> (precision, data_type, numpy dtype, relative tolerance)
 ARRANGEMENTS = {"rcc": (ROW, COL, COL), "crr": (COL, ROW, ROW), "ccc": (COL, COL, COL),
                 "rrr": (ROW, ROW, ROW)}
 SIZES = {"tiny": (8, 8, 8), "square": (32, 32, 32), "rect": (16, 48, 24), "odd": (20, 12, 28)}
-CORE = {(d, a, s) for d in DTYPES for a, s in (("rcc", "square"), ("crr", "rect"),
-                                                ("ccc", "odd"), ("rrr", "tiny"))}
-CORE |= {(d, "rcc", s) for d in DTYPES for s in SIZES}
 
 
 def _knobs(dtype, arrangement, size, **extra):
@@ -41,6 +44,10 @@ def _knobs(dtype, arrangement, size, **extra):
 
 
 ALL = list(itertools.product(DTYPES, ARRANGEMENTS, SIZES))
+# every (dtype, arrangement) once, the size class rotating: each dtype and each arrangement
+# meets every size class
+COVER = {(d, a, list(SIZES)[(i + j) % len(SIZES)])
+         for i, d in enumerate(DTYPES) for j, a in enumerate(ARRANGEMENTS)}
 EXTRA = {
     "transposed": dict(size=(32, 16, 64), precision=np.float32, data_type="real",
                        transpose_mode=("non_transposed", "transposed"), block_size=128),
@@ -49,18 +56,38 @@ EXTRA = {
     "suggested": dict(size=(64, 64, 64), precision=np.float16, data_type="real",
                       arrangement=(ROW, COL, ROW), block_size="suggested",
                       leading_dimension="suggested"),
+    "int8": dict(size=(32, 32, 64), precision=(np.int8, np.int8, np.int32), data_type="real",
+                 arrangement=(ROW, COL, COL), block_size=128),
+    "uint8": dict(size=(16, 24, 32), precision=(np.uint8, np.uint8, np.uint32),
+                  data_type="real", arrangement=(COL, ROW, ROW), block_size=64),
 }
 
 
-@pytest.fixture(scope="module")
-def built():
-    from cuweave.device import warm_cache
+def _selected(request) -> set:
+    """Configurations of the pointer-API tests pytest selected in this module."""
+    keys = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.path == request.path and "dtype" in params:
+            keys.add((params["dtype"], params["arrangement"], params["size"]))
+    return keys
 
-    configs = [_knobs(*c) for c in ALL] + list(EXTRA.values())
+
+@pytest.fixture(scope="module")
+def built(request):
+    from cuweave.device import warm_cache
+    from cuweave.device._warm import warm_kernels
+
+    keys = sorted(_selected(request) | {("float32", "rcc", "square"), ("float64", "rcc", "rect")})
+    configs = [_knobs(*c) for c in keys] + list(EXTRA.values())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         mms = warm_cache(configs)
-    return dict(zip(ALL + list(EXTRA), mms))
+    errors = warm_kernels([(__file__, name) for name in
+                           ("_tensor_target", "_accumulator_target", "_runtime_ld_target")])
+    for e in errors:  # compiled (and raised, typed) again by the tests themselves
+        warnings.warn(f"warm_kernels: {e}", stacklevel=1)
+    return dict(zip(keys + list(EXTRA), mms))
 
 
 def _random(shape, dtype, rng, order="C"):
@@ -148,7 +175,7 @@ def _run(mm, orders, rng, *, transpose_b=False, twice=False, runtime_lds=None):
 
 
 @pytest.mark.parametrize("dtype, arrangement, size", [
-    pytest.param(*c, marks=() if c in CORE else pytest.mark.slow) for c in ALL])
+    pytest.param(*c, marks=() if c in COVER else pytest.mark.slow) for c in ALL])
 def test_pointer_api_matches_numpy(built, dtype, arrangement, size):
     mm = built[(dtype, arrangement, size)]
     err = _run(mm, ARRANGEMENTS[arrangement], np.random.default_rng(list(SIZES).index(size)))
@@ -173,11 +200,42 @@ def test_padded_leading_dimensions(built):
     assert _run(mm, (ROW, COL, COL), np.random.default_rng(7)) < 1e-11
 
 
+def _runtime_ld_target():
+    from cuweave.device.fft import default_sm
+    from cuweave.device.matmul import Matmul
+
+    mm = Matmul(**_knobs("float64", "rcc", "rect"))
+    kernel, _ = _kernel(mm, ARRANGEMENTS["rcc"], (37, 41, 35))
+    sig = _types("float64:C", "float64:C", "float64:C", "float64", "float64", "float64:C",
+                 "boolean")
+    return kernel.py_func, sig, default_sm()
+
+
 def test_runtime_leading_dimensions(built):
     """execute(alpha, a, lda, b, ldb, beta, c, ldc): leading dimensions chosen at run time."""
-    mm = built[("float64", "rcc", "square")]
+    mm = built[("float64", "rcc", "rect")]
     err = _run(mm, ARRANGEMENTS["rcc"], np.random.default_rng(11), runtime_lds=(37, 41, 35))
     assert err < 1e-11
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8"])
+def test_integer_gemm_is_exact(built, name):
+    """Integer GEMMs (nvmath-python 1.0's integer precisions) equal NumPy's exactly."""
+    from numba import cuda
+
+    mm = built[name]
+    rng = np.random.default_rng(12)
+    low = 0 if np.dtype(mm.a_value_type).kind == "u" else -20
+    a = rng.integers(low, 20, mm.a_dim).astype(mm.a_value_type)
+    b = rng.integers(low, 20, mm.b_dim).astype(mm.b_value_type)
+    c = rng.integers(low * 50, 1000, mm.c_dim).astype(mm.c_value_type)
+    kernel, smem = _kernel(mm, tuple(mm.arrangement))
+    out = cuda.device_array(mm.c_dim, dtype=mm.c_value_type)
+    kernel[1, mm.block_dim, 0, smem](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c),
+                                     2, 3, out, False)
+    ref = 2 * (a.astype(np.int64) @ b.astype(np.int64)) + 3 * c.astype(np.int64)
+    ref = ref.astype(mm.c_value_type)  # C's type wraps around as in the kernel
+    np.testing.assert_array_equal(out.copy_to_host(), ref)
 
 
 def test_suggested_knobs(built):
@@ -185,23 +243,31 @@ def test_suggested_knobs(built):
     assert _run(mm, (ROW, COL, ROW), np.random.default_rng(8)) < 2e-2
 
 
-def test_tensor_api_register_accumulation():
+def _tensor_mm():
+    from cuweave.device.matmul import Matmul
+
+    return Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
+                  arrangement=(COL, ROW, ROW), block_size=128)
+
+
+def _types(*names):
+    from numba.cuda import types
+
+    out = []
+    for name in names:
+        dtype, _, order = name.partition(":")
+        t = getattr(types, dtype)
+        out.append(types.Array(t, 2, order) if order else t)
+    return tuple(out)
+
+
+def _tensor_kernel(mm):
     """nvmath's tensor example: gmem -> smem copies, execute into a register fragment, then
     ``out = alpha * acc + beta * c`` with copy_fragment / axpby."""
     from numba import cuda
 
-    from cuweave.device.matmul import (
-        Matmul,
-        axpby,
-        clear,
-        copy,
-        copy_fragment,
-        copy_wait,
-        make_tensor,
-    )
+    from cuweave.device.matmul import axpby, clear, copy, copy_fragment, copy_wait, make_tensor
 
-    mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
-                arrangement=(COL, ROW, ROW), block_size=128)
     la, lb, lc = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
 
     @cuda.jit
@@ -220,12 +286,27 @@ def test_tensor_api_register_accumulation():
         axpby(alpha, acc, beta, cf)
         copy_fragment(cf, make_tensor(out, mm.get_layout_gmem_c()))
 
+    return kernel, mm.get_shared_storage_size_ab(la, lb)
+
+
+def _tensor_target():
+    from cuweave.device.fft import default_sm
+
+    kernel, _ = _tensor_kernel(_tensor_mm())
+    sig = _types("float64", "float16:F", "float16:C", "float64", "float32:C", "float32:C")
+    return kernel.py_func, sig, default_sm()
+
+
+def test_tensor_api_register_accumulation(built):
+    from numba import cuda
+
+    mm = _tensor_mm()
+    kernel, smem = _tensor_kernel(mm)
     rng = np.random.default_rng(9)
     a = _random(mm.a_dim, np.float16, rng, order="F")
     b = _random(mm.b_dim, np.float16, rng, order="C")
     c = _random(mm.c_dim, np.float32, rng, order="C")
     out = cuda.device_array(mm.c_dim, np.float32)
-    smem = mm.get_shared_storage_size_ab(la, lb)
     kernel[1, mm.block_dim, 0, smem](2.0, cuda.to_device(a), cuda.to_device(b), 3.0,
                                      cuda.to_device(c), out)
     ref = 2.0 * a.astype(np.float64) @ b.astype(np.float64) + 3.0 * c
@@ -233,24 +314,15 @@ def test_tensor_api_register_accumulation():
     assert err < 1e-3, f"relative error {err:.3g}"
 
 
-def test_accumulator_and_fragment_like():
+def _accumulator_kernel(mm):
     """nvmath's accumulator examples: execute into ``MM.suggest_accumulator()``, results
     widened to float64 with ``make_fragment_like``, C read through the partitioner, and a
-    partitioner query (``map_fragment_index``) checked against the fragment's values."""
+    partitioner query (``map_fragment_index``) recording where each fragment value belongs."""
     from numba import cuda
 
-    from cuweave.device.matmul import (
-        Matmul,
-        axpby,
-        copy,
-        copy_fragment,
-        copy_wait,
-        make_fragment_like,
-        make_tensor,
-    )
+    from cuweave.device.matmul import axpby, copy, copy_fragment, copy_wait, \
+        make_fragment_like, make_tensor
 
-    mm = Matmul((64, 64, 32), (np.float16, np.float16, np.float32), "real",
-                arrangement=(COL, ROW, ROW), block_size=128)
     la, lb = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b()
 
     @cuda.jit
@@ -277,14 +349,29 @@ def test_accumulator_and_fragment_like():
         axpby(alpha, wide, beta, frag)
         copy_fragment(frag, gmem_c)
 
+    return kernel, mm.get_shared_storage_size_ab(la, lb)
+
+
+def _accumulator_target():
+    from cuweave.device.fft import default_sm
+
+    kernel, _ = _accumulator_kernel(_tensor_mm())
+    sig = _types("float64", "float16:F", "float16:C", "float64", "float64:C", "float64:C")
+    return kernel.py_func, sig, default_sm()
+
+
+def test_accumulator_and_fragment_like(built):
+    from numba import cuda
+
+    mm = _tensor_mm()
+    kernel, smem = _accumulator_kernel(mm)
     rng = np.random.default_rng(10)
     a = _random(mm.a_dim, np.float16, rng, order="F")
     b = _random(mm.b_dim, np.float16, rng, order="C")
     c = _random(mm.c_dim, np.float64, rng, order="C")
     dc = cuda.to_device(c)
     where = cuda.to_device(np.full(mm.c_dim, np.nan))
-    kernel[1, mm.block_dim, 0, mm.get_shared_storage_size_ab(la, lb)](
-        2.0, cuda.to_device(a), cuda.to_device(b), 3.0, dc, where)
+    kernel[1, mm.block_dim, 0, smem](2.0, cuda.to_device(a), cuda.to_device(b), 3.0, dc, where)
     ab = a.astype(np.float64) @ b.astype(np.float64)
     got = dc.copy_to_host()
     err = np.linalg.norm(got - (2.0 * ab + 3.0 * c)) / np.linalg.norm(2.0 * ab + 3.0 * c)

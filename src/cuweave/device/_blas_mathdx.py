@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import threading
 
 from .._internal.errors import InvalidOptionError, LibraryError, LibraryNotFoundError
@@ -70,7 +71,7 @@ class FunctionKind:  # cublasdxDeviceFunctionType
 API_SMEM, API_SMEM_DYNAMIC_LD, API_TENSORS = 0, 1, 2
 _EXECUTION_BLOCK = 1
 _CODE_TYPE_LTO = 0
-_OPTION_TARGET_SM, _OPTION_TARGET_CODE = 1, 5
+_OPTION_SYMBOL_NAME, _OPTION_TARGET_SM, _OPTION_TARGET_CODE = 0, 1, 5
 _TENSOR_TRAIT_STORAGE_BYTES, _TENSOR_TRAIT_ALIGNMENT, _TENSOR_TRAIT_NAME = 0, 1, 4
 _TENSOR_TRAIT_LOGICAL_SIZE = 5
 _TENSOR_OPTION_ALIGNMENT = 0
@@ -274,14 +275,20 @@ def compile_execute(spec: MatmulSpec, block_dim, leading_dimension, *,
     ``void f(c* alpha, a* A, unsigned* lda, b* B, unsigned* ldb, c* beta, c* C, unsigned* ldc)``.
     """
     api = API_SMEM_DYNAMIC_LD if dynamic_ld else API_SMEM
+    # our own symbol: asking libmathdx for its name afterwards costs a second NVRTC compilation
+    # (the descriptor's traits; ~3 s of the ~9 s here)
+    digest = hashlib.sha256(repr((spec.key(), block_dim, leading_dimension, dynamic_ld,
+                                  versions())).encode()).hexdigest()[:20]
+    symbol = f"cublasdx_execute_cuweave_{digest}"
     with _lock:
         try:
             with _Descriptor(spec, api, block_dim=block_dim,
                              leading_dimension=None if dynamic_ld else leading_dimension) as d:
+                _call("cublasdxSetOptionStr", d.handle, _OPTION_SYMBOL_NAME, symbol.encode())
                 code = _code(spec.sm)
                 try:
                     _call("cublasdxFinalizeCode", code, d.handle)
-                    return _ltoir(code), d.string(_Trait.SYMBOL_NAME)
+                    return _ltoir(code), symbol
                 finally:
                     library().commondxDestroyCode(code)
         except MathdxError as e:

@@ -90,20 +90,25 @@ class TransposeKind(enum.IntEnum):
     conj_transposed = 2
 
 
-# commondxPrecision values of the precisions supported here.
-COMMONDX_PRECISION = {"float16": 3, "float32": 5, "float64": 6}
+# commondxPrecision values of the precisions supported here (nvmath-python 1.0's set: NumPy's
+# half/single/double floats and its signed and unsigned integers of 8 to 64 bits).
+_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+COMMONDX_PRECISION = {"float16": 3, "float32": 5, "float64": 6,
+                      **{name: code for name, code in zip(_INTEGERS, range(7, 15))}}
 SUPPORTED_PRECISIONS = tuple(COMMONDX_PRECISION)
 # commondxValueType values -> (dtype name, complex?)
 VALUE_TYPE_CODES = {7: ("float16", False), 8: ("float16", True), 12: ("float32", False),
-                    13: ("float32", True), 14: ("float64", False), 15: ("float64", True)}
+                    13: ("float32", True), 14: ("float64", False), 15: ("float64", True),
+                    **{16 + 2 * i: (name, False) for i, name in enumerate(_INTEGERS)},
+                    **{17 + 2 * i: (name, True) for i, name in enumerate(_INTEGERS)}}
 
 
 _VALUE_TYPE_BY_NAME = {"float16": 7, "float32": 12, "float64": 14, "complex64": 13,
-                       "complex128": 15}
+                       "complex128": 15, **{name: 16 + 2 * i for i, name in enumerate(_INTEGERS)}}
 
 
 def value_type_code(dtype) -> int:
-    """commondxValueType of a NumPy dtype (float16/32/64, complex64/128)."""
+    """commondxValueType of a NumPy dtype (float16/32/64, complex64/128, (u)int8-64)."""
     return _VALUE_TYPE_BY_NAME[np.dtype(dtype).name]
 
 
@@ -114,7 +119,8 @@ def _precision_name(value, name: str) -> str:
         dt = None
     if dt is None or dt.name not in COMMONDX_PRECISION:
         raise InvalidOptionError(
-            f"{name} must be one of numpy.float16, numpy.float32, numpy.float64, got {value!r}")
+            f"{name} must be one of numpy.float16, numpy.float32, numpy.float64 or a signed or "
+            f"unsigned integer type of 8 to 64 bits, got {value!r}")
     return dt.name
 
 
@@ -199,6 +205,9 @@ class MatmulSpec:
         precision = Precision(*(_precision_name(p, f"precision.{f}")
                                 for p, f in zip(precision, Precision._fields)))
         _choice({"real", "complex"})(data_type, "data_type")
+        if data_type == "complex" and any(p in _INTEGERS for p in precision):
+            raise InvalidOptionError(f"precision must be floating-point for complex GEMMs (NumPy "
+                                     f"has no complex integers), got {tuple(precision)!r}")
         if execution != "Block":
             raise InvalidOptionError(f"execution must be 'Block' (the only execution cuBLASDx "
                                      f"offers for GEMMs), got {execution!r}")

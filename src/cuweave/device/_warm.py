@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from .._internal.logging import get_logger
 
-__all__ = ["with_sm", "generate_in_processes", "warm_cache"]
+__all__ = ["with_sm", "generate_in_processes", "warm_cache", "warm_kernels"]
 
 _log = get_logger("device")
 
@@ -31,17 +31,17 @@ def with_sm(configs) -> list[dict]:
     return out
 
 
-def generate_in_processes(worker, items: list, max_workers, what: str) -> None:
+def generate_in_processes(worker, items: list, max_workers, what: str) -> list:
     """``worker(item)`` for every item in spawned processes (nothing when one item or
-    ``max_workers == 1``: building the object generates it then). Workers report failures as
-    text; the parent raises them, typed, when it builds the object."""
+    ``max_workers == 1``: building the object generates it then); returns the results. Workers
+    report failures as text; the parent raises them, typed, when it builds the object."""
     workers = min(len(items), max_workers or os.cpu_count() or 1)
     if workers <= 1:
-        return
+        return []
     if _log.isEnabledFor(20):
         _log.info("generating %d %s configurations in %d processes", len(items), what, workers)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(worker, items))
+        return list(pool.map(worker, items))
 
 
 def warm_cache(configs, max_workers=None) -> list:
@@ -71,3 +71,131 @@ def warm_cache(configs, max_workers=None) -> list:
         mine = [c for c, k in zip(configs, kinds) if k == kind]
         built[kind] = iter(warm(mine, max_workers) if mine else ())
     return [next(built[k]) for k in kinds]
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: every cuBLASDx device function a kernel calls, generated in parallel
+# ---------------------------------------------------------------------------------------------
+
+
+def _load_builder(path: str, name: str):
+    import hashlib
+    import importlib.util
+
+    tag = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"_cuweave_warm_{tag}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def _kernel_requests(target) -> list | str:
+    """Worker: lower one kernel with code generation switched off and return the cuBLASDx
+    device functions it calls (those missing from the disk cache), or an error text.
+
+    ``target`` is ``(path, name)``: ``name`` in the Python file ``path`` is a function
+    returning ``(pyfunc, signature, sm)``. This process is thrown away afterwards (numba keeps
+    the dry-lowered functions)."""
+    try:
+        from numba import cuda
+
+        from . import _blas_fragments, _blas_numba
+
+        pyfunc, sig, sm = _load_builder(*target[:2])(*target[2:])
+        found = []
+
+        def function_code(mm, kind, tensors, copy_alignment=None):
+            found.append(("function", mm, kind, tensors, copy_alignment))
+            return {"symbol": f"cuweave_dry_{len(found)}", "ltoir": None}
+
+        def execute_code(mm, dynamic_ld=False):
+            found.append(("execute", mm, dynamic_ld))
+            return {"symbol": f"cuweave_dry_{len(found)}", "ltoir": None}
+
+        real = (_blas_numba._function_code, _blas_numba._execute_code)
+        _blas_numba._function_code = _blas_fragments._function_code = function_code
+        _blas_numba._execute_code = execute_code
+        _blas_numba._link = lambda context, code: None
+        cuda.compile(pyfunc, sig, cc=(sm // 100, sm // 10 % 10), output="ltoir", device=False,
+                     abi="numba")
+        return [r for r in found if not _generated(r, *real)]
+    except Exception as e:
+        return f"{target[1]}: {type(e).__name__}: {e}"
+
+
+def _generated(request, function_code, execute_code, generate=False) -> bool:
+    """Whether ``request``'s code is in the disk cache (with ``generate``: made so)."""
+    from . import _blas_numba
+
+    saved = _blas_numba._entry
+    if not generate:
+        def probe(parts, build):
+            from . import _cache
+
+            return _cache.load(_cache.make_key(parts)) or {"missing": True}
+
+        _blas_numba._entry = probe
+    try:
+        if request[0] == "function":
+            entry = function_code(*request[1:])
+        else:
+            entry = execute_code(*request[1:])
+    finally:
+        _blas_numba._entry = saved
+    return "missing" not in entry
+
+
+def _generate_request(request) -> str | None:
+    """Worker: generate one device function of a kernel into the disk cache."""
+    try:
+        from . import _blas_numba
+
+        _generated(request, _blas_numba._function_code, _blas_numba._execute_code, True)
+    except Exception as e:
+        return f"{request[2] if request[0] == 'function' else 'execute'}: {type(e).__name__}: {e}"
+    return None
+
+
+def warm_kernels(targets, max_workers=None) -> list[str]:
+    """Generate the cuBLASDx code of kernels before they are compiled, in parallel processes.
+
+    A kernel calls one libmathdx-generated device function per distinct tensor operation
+    (``copy``, ``clear``, ``axpby``, ``MM.execute``, accumulator queries, ...); each costs a
+    few seconds of a serial code generator. Here every kernel of ``targets`` is first lowered in
+    a worker process with code generation switched off, which lists the functions it calls;
+    those missing from the disk cache are then generated one per worker process. Compiling the
+    kernels afterwards finds everything in the cache.
+
+    Parameters
+    ----------
+    targets : iterable of (str, str, *args)
+        ``(path, name, *args)``: a Python file and the name of a function in it that, called
+        with ``args`` (picklable), returns ``(pyfunc, signature, sm)`` (the kernel's Python
+        function, its numba argument types, the target architecture as 900 for sm_90).
+    max_workers : int, optional
+        Processes to use (default: the CPU count).
+
+    Returns
+    -------
+    list of str
+        Errors met (as text); the kernels' own compilation raises them again, typed.
+    """
+    targets = [tuple(t) for t in targets]
+    workers = max(1, min(max_workers or os.cpu_count() or 1, 64))
+    ctx = multiprocessing.get_context("spawn")
+    errors, requests = [], {}
+    with ProcessPoolExecutor(min(workers, max(len(targets), 1)), mp_context=ctx) as pool:
+        for found in pool.map(_kernel_requests, targets):
+            if isinstance(found, str):
+                errors.append(found)
+                continue
+            for r in found:
+                key = (r[0], r[1]._kernel_key(), repr(r[2:]))
+                requests.setdefault(key, r)
+    if requests:
+        with ProcessPoolExecutor(min(workers, len(requests)), mp_context=ctx) as pool:
+            errors += [e for e in pool.map(_generate_request, list(requests.values())) if e]
+    if _log.isEnabledFor(20):
+        _log.info("warm_kernels: %d kernels, %d device functions generated", len(targets),
+                  len(requests))
+    return errors

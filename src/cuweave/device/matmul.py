@@ -1,19 +1,22 @@
 """``cuweave.device.Matmul``: a cuBLASDx block GEMM callable inside a user's numba kernel.
 
 Code generation: NVIDIA's libmathdx runtime generator (``nvidia-libmathdx-cu13`` 0.4.2, which
-carries cuBLASDx 0.8), not NVRTC on the cuBLASDx headers of ``nvidia-mathdx``. Measured on the
-2-core development machine for one new 32x32x32 fp32 configuration (CPU seconds of the
-compiling process, so that other load does not count): libmathdx 16 s for traits and the
-execute LTO-IR (wall, unloaded: 2.9 s traits + 8.2 s code), NVRTC on the headers 12 s for the
-same (wall, unloaded: 14.7 s; 43.8 s for 64x64x64 fp16). Neither meets the 5 s target on that
-machine; the choice is made by completeness: the newest ``nvidia-mathdx`` wheel (25.6) carries
-cuBLASDx 0.4, without the opaque-tensor device functions, accumulators and pipelines that
-nvmath-python 1.0's surface is built on, while libmathdx generates exactly those (copy, clear,
-axpby, partitioner queries, accumulators) as ``extern "C"`` functions with a C ABI, and
-answers traits through a documented C API without any C++ of ours. Every configuration is
-cached on disk (traits, layout traits and each generated device function), so a configuration
-seen before builds in milliseconds, and traits never need a GPU.
-:func:`~cuweave.device.warm_cache` compiles many configurations in parallel processes.
+carries cuBLASDx 0.8), not NVRTC on the cuBLASDx headers of ``nvidia-mathdx``: the newest
+``nvidia-mathdx`` wheel (25.6) carries cuBLASDx 0.4, without the opaque-tensor device functions,
+accumulators and pipelines that nvmath-python 1.0's surface is built on, while libmathdx
+generates exactly those (copy, clear, axpby, partitioner queries, accumulators) as ``extern "C"``
+functions with a C ABI and answers traits through a documented C API; NVRTC on the headers was
+not faster either (14.7 s for one 32x32x32 fp32 configuration on the 2-core development machine).
+
+Where the time goes (CPU seconds there, one new 24x40x28 fp32 configuration): libmathdx's
+traits are one NVRTC compilation (~3.8 s) and the execute's LTO-IR another (~6.7 s). Asking
+for libmathdx's name of the generated function costs a third compilation, so the symbol is
+ours; a description with a given block dimension takes its traits from cuBLASDx's defaults
+(:func:`_derived`, compared with libmathdx's in the tests) and compiles only its code. Every
+configuration is cached on disk (traits, layout traits and each generated device function), so
+a configuration seen before builds in milliseconds, and traits never need a GPU.
+:func:`~cuweave.device.warm_cache` compiles many configurations in parallel processes, and
+:func:`cuweave.device._warm.warm_kernels` every device function a set of kernels calls.
 
 A kernel (nvmath-python 1.0's surface; only the import changes)::
 
@@ -40,6 +43,7 @@ from .._internal.errors import InvalidOptionError
 from .._internal.logging import get_logger
 from . import _cache
 from ._blas_options import (
+    _INTEGERS,
     MAX_ALIGNMENT,
     Alignment,
     Arrangement,
@@ -140,6 +144,33 @@ def _versions():
     return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 2}
 
 
+def _derived(spec: MatmulSpec) -> dict | None:
+    """Traits of a description whose block dimension is given and whose leading dimensions
+    are given or left to the default, without asking libmathdx (one NVRTC compilation, ~3 s
+    of a new configuration's ~9 s here): cuBLASDx's defaults are the operand's element size
+    for alignments and its rows (column-major) or columns (row-major) for leading dimensions,
+    and such a block runs exactly its threads. ``None`` when cuBLASDx must suggest something.
+    The tests compare these with libmathdx's traits; descriptions cuBLASDx does not support
+    are then reported when their code is generated."""
+    if not isinstance(spec.block_dim, tuple) or spec.leading_dimension == "suggested":
+        return None
+    cplx = 2 if spec.is_complex else 1
+    orders = spec.storage_orders()
+    dims = (spec.a_dim, spec.b_dim, spec.c_dim)
+    ld = spec.leading_dimension or tuple(d[1] if o == "row_major" else d[0]
+                                         for d, o in zip(dims, orders))
+    x, y, z = spec.block_dim
+    return {
+        "value_types": list(spec.precision),
+        "block_dim": [x, y, z],
+        "leading_dimension": list(ld),
+        "alignment": list(spec.alignment or [np.dtype(p).itemsize * cplx
+                                             for p in spec.precision]),
+        "arrangement": list(orders),
+        "max_threads_per_block": x * y * z,
+    }
+
+
 def _resolve(spec: MatmulSpec) -> dict:
     """Traits of ``spec`` with suggested block_dim / leading dimensions resolved (cached)."""
     from . import _blas_mathdx
@@ -183,9 +214,10 @@ class Layout(KernelObject):
         self._dtype = None
         if dtype is not None:
             dt = np.dtype(dtype)
-            if dt.name not in ("float16", "float32", "float64", "complex64", "complex128"):
-                raise InvalidOptionError(f"dtype must be a float16/32/64 or complex64/128 type, "
-                                         f"got {dtype!r}")
+            if dt.name not in ("float16", "float32", "float64", "complex64", "complex128",
+                               *_INTEGERS):
+                raise InvalidOptionError(f"dtype must be a float16/32/64, complex64/128 or "
+                                         f"(u)int8-64 type, got {dtype!r}")
             if dt.type is not self._operand_type():
                 self._dtype = dt.type
         register_kernel_type(Layout)
@@ -291,7 +323,9 @@ class Matmul(KernelObject):
     size : (m, n, k)
         Problem size.
     precision : dtype or (a, b, c)
-        ``numpy.float16``, ``numpy.float32`` or ``numpy.float64`` for all or each operand.
+        ``numpy.float16``, ``numpy.float32``, ``numpy.float64`` or a signed or unsigned
+        integer type of 8 to 64 bits (real GEMMs; e.g. int8 A and B with an int32 C) for all
+        or each operand.
     data_type : {'real', 'complex'}
     sm : int or ComputeCapability, optional
         Target architecture; default: the current device's.
@@ -352,7 +386,7 @@ class Matmul(KernelObject):
 
         _require_numba()
         self._spec = spec
-        self._traits = _resolve(spec)
+        self._traits = _derived(spec) or _resolve(spec)
         t = self._traits
         self._resolved = spec.with_(block_dim=tuple(t["block_dim"]),
                                     leading_dimension=LeadingDimension(*t["leading_dimension"]))
@@ -503,8 +537,8 @@ class Matmul(KernelObject):
 
         if not knobs or any(k != "block_dim" for k in knobs):
             raise InvalidOptionError(f"knobs must be 'block_dim', got {knobs!r}")
-        return itertools.product(*[[Dim3(*self._traits["suggested_block_dim"])]
-                                   for _ in knobs])
+        suggested = _resolve(self._spec)["suggested_block_dim"]  # libmathdx's (cached)
+        return itertools.product(*[[Dim3(*suggested)] for _ in knobs])
 
     # ----- layouts (tensor API) ---------------------------------------------------------------
     def _layout_traits(self) -> dict:
