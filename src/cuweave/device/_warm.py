@@ -112,13 +112,17 @@ def _kernel_requests(target) -> list | str:
             found.append(("execute", mm, dynamic_ld))
             return {"symbol": f"cuweave_dry_{len(found)}", "ltoir": None}
 
-        real = (_blas_numba._function_code, _blas_numba._execute_code)
+        real = (_blas_numba._function_code, _blas_numba._execute_code, _blas_numba._link)
         _blas_numba._function_code = _blas_fragments._function_code = function_code
         _blas_numba._execute_code = execute_code
         _blas_numba._link = lambda context, code: None
-        cuda.compile(pyfunc, sig, cc=(sm // 100, sm // 10 % 10), output="ltoir", device=False,
-                     abi="numba")
-        return [r for r in found if not _generated(r, *real)]
+        try:
+            cuda.compile(pyfunc, sig, cc=(sm // 100, sm // 10 % 10), output="ltoir",
+                         device=False, abi="numba")
+        finally:
+            (_blas_numba._function_code, _blas_numba._execute_code, _blas_numba._link) = real
+            _blas_fragments._function_code = real[0]
+        return [r for r in found if not _generated(r, *real[:2])]
     except Exception as e:
         return f"{target[1]}: {type(e).__name__}: {e}"
 
@@ -184,8 +188,10 @@ def warm_kernels(targets, max_workers=None) -> list[str]:
     workers = max(1, min(max_workers or os.cpu_count() or 1, 64))
     ctx = multiprocessing.get_context("spawn")
     errors, requests = [], {}
-    with ProcessPoolExecutor(min(workers, max(len(targets), 1)), mp_context=ctx) as pool:
-        for found in pool.map(_kernel_requests, targets):
+    # one fresh process per kernel: numba keeps the dry-lowered overloads of a process, so a
+    # second kernel there would not list the functions they call
+    with ctx.Pool(min(workers, max(len(targets), 1)), maxtasksperchild=1) as pool:
+        for found in pool.map(_kernel_requests, targets, chunksize=1):
             if isinstance(found, str):
                 errors.append(found)
                 continue
