@@ -5,17 +5,22 @@ MKL (the ``cpu-fft`` extra: ``pip install 'cuweave[cpu-fft]'``, x86-64) is calle
 it is missing SciPy's pocketfft runs, as before. ``CUWEAVE_CPU_FFT`` picks by hand: ``mkl``
 (an error where MKL cannot be loaded), ``pocketfft``, or ``auto`` (the default).
 
-One committed DFTI descriptor serves one geometry: precision, domain, lengths, strides and
-distances of both sides, batch count, scale (``norm`` is fused into the transform) and thread
-limit. Descriptors are kept in a small LRU cache, so the function forms reuse them as scipy
-reuses its plans. Threads: ``DFTI_THREAD_LIMIT`` on each descriptor, never a process-wide
-setting (``mkl_set_num_threads`` and the OpenMP settings are left alone); MKL uses at most its
-own maximum (``MKL_NUM_THREADS``, else the physical cores).
+Threads are cuweave's own, never MKL's: every descriptor has ``DFTI_THREAD_LIMIT = 1`` and
+``workers`` threads (the caller and a small pool) take single-threaded DFTI calls in turn:
+chunks of the batch, and for a multidimensional transform of few batches one stage over all
+but the first axis, then an in-place stage over the first (:class:`MklPlan`). No process-wide
+setting changes (MKL's and OpenMP's thread counts are left alone), and no OpenMP team runs:
+on a 2-core machine where another process holds a core, MKL's own two threads were 3-8x
+slower than one, while calls handed out one at a time degrade like pocketfft's threads.
 
-Layouts DFTI cannot express in one call (several batch dimensions that do not merge) run as a
-short loop of calls over the outer batch dimensions; past :data:`MAX_CALLS` calls, and for
-empty, unaligned or byte-swapped arrays, :meth:`MklPlan.run` answers ``None`` and pocketfft
-runs instead: the result is the same either way.
+One committed descriptor serves one geometry (precision, domain, lengths, strides and
+distances of both sides, batch count, scale: ``norm`` is fused into the transform, placement).
+Each thread keeps its own small LRU cache of them, so no descriptor is ever used by two threads
+at once and the function forms reuse them as scipy reuses its plans.
+
+Layouts DFTI cannot take in :data:`MAX_CALLS` calls per stage (batch dimensions that do not
+merge), and empty, unaligned, byte-swapped, negative- or zero-strided arrays, make
+:meth:`MklPlan.run` answer ``None``: pocketfft runs those, with the same result.
 """
 
 from __future__ import annotations
@@ -33,13 +38,14 @@ from .._internal.errors import InvalidOptionError, LibraryError, LibraryNotFound
 from .._internal.logging import get_logger
 from ._options import FFTDirection
 
-__all__ = ["MklPlan", "MklError", "mkl_library", "backend_name", "MAX_CALLS", "clear_cache"]
+__all__ = ["MklPlan", "MklError", "mkl_library", "backend_name", "MAX_CALLS", "PARALLEL_MIN",
+           "clear_cache", "cached_descriptors"]
 
 _log = get_logger("fft.cpu")
 
 #: most DFTI calls one execution may take (outer batch dimensions looped over); beyond, pocketfft
 MAX_CALLS = 64
-#: committed descriptors kept (least recently used dropped first)
+#: committed descriptors each thread keeps (least recently used dropped first)
 CACHE_SIZE = 32
 
 # mkl_dfti.h: configuration parameters and values
@@ -48,7 +54,7 @@ _COMPLEX, _REAL = 32, 33
 _FORWARD_SCALE, _BACKWARD_SCALE = 4, 5
 _NUMBER_OF_TRANSFORMS = 7
 _CONJUGATE_EVEN_STORAGE, _COMPLEX_COMPLEX = 10, 39
-_PLACEMENT, _NOT_INPLACE = 11, 44
+_PLACEMENT, _INPLACE, _NOT_INPLACE = 11, 43, 44
 _THREAD_LIMIT = 27
 _FWD_DISTANCE, _BWD_DISTANCE, _FWD_STRIDES, _BWD_STRIDES = 58, 59, 60, 61
 _LONG_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_long) - 1) - 1
@@ -140,21 +146,24 @@ def backend_name() -> str:
 
 # ---- descriptors --------------------------------------------------------------------------------
 class _Descriptor:
-    """A committed DFTI descriptor; one thread computes with it at a time (``lock``)."""
+    """A committed DFTI descriptor of one geometry, used by one thread only.
 
-    __slots__ = ("dfti", "geo", "handle", "lock", "forward")
+    ``geo`` is ``(single, real, lengths, (fwd strides, fwd distance), (bwd strides, bwd
+    distance), howmany, forward, scale, inplace)``, strides and distances in elements.
+    """
+
+    __slots__ = ("dfti", "handle", "compute")
 
     def __init__(self, dfti: _Dfti, geo: tuple):
-        single, real, lengths, fwd, bwd, howmany, threads, forward, scale = geo
-        self.dfti, self.geo, self.forward, self.lock = dfti, geo, forward, threading.Lock()
-        self.handle = ctypes.c_void_p()
+        single, real, lengths, fwd, bwd, howmany, forward, scale, inplace = geo
+        self.dfti, self.handle = dfti, ctypes.c_void_p()
         lib, L = dfti.lib, ctypes.c_long
         dims = (L * len(lengths))(*lengths) if len(lengths) > 1 else L(lengths[0])
         dfti.check(lib.DftiCreateDescriptor(ctypes.byref(self.handle), _PRECISION[single],
                                             _REAL if real else _COMPLEX, L(len(lengths)),
                                             dims), "DftiCreateDescriptor")
-        h = self.handle
-        settings = [(_PLACEMENT, L(_NOT_INPLACE)), (_THREAD_LIMIT, L(threads)),
+        settings = [(_PLACEMENT, L(_INPLACE if inplace else _NOT_INPLACE)),
+                    (_THREAD_LIMIT, L(1)),  # the threads are ours (see _run_tasks)
                     (_FWD_STRIDES, (L * len(fwd[0]))(*fwd[0])),
                     (_BWD_STRIDES, (L * len(bwd[0]))(*bwd[0]))]
         if real:
@@ -166,14 +175,15 @@ class _Descriptor:
             settings.append((_FORWARD_SCALE if forward else _BACKWARD_SCALE,
                              ctypes.c_double(scale)))
         for param, value in settings:
-            dfti.check(lib.DftiSetValue(h, param, value), "DftiSetValue")
-        dfti.check(lib.DftiCommitDescriptor(h), "DftiCommitDescriptor")
-
-    def compute(self, src: int, dst: int) -> None:
-        lib = self.dfti.lib
-        fn = lib.DftiComputeForward if self.forward else lib.DftiComputeBackward
-        self.dfti.check(fn(self.handle, ctypes.c_void_p(src), ctypes.c_void_p(dst)),
-                        fn.__name__)
+            dfti.check(lib.DftiSetValue(self.handle, param, value), "DftiSetValue")
+        dfti.check(lib.DftiCommitDescriptor(self.handle), "DftiCommitDescriptor")
+        fn = lib.DftiComputeForward if forward else lib.DftiComputeBackward
+        name, h = fn.__name__, self.handle
+        if inplace:
+            self.compute = lambda src, dst: dfti.check(fn(h, ctypes.c_void_p(src)), name)
+        else:
+            self.compute = lambda src, dst: dfti.check(
+                fn(h, ctypes.c_void_p(src), ctypes.c_void_p(dst)), name)
 
     def __del__(self):
         handle = getattr(self, "handle", None)
@@ -184,48 +194,143 @@ class _Descriptor:
                 pass
 
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_LOCK = threading.Lock()
+_LOCAL = threading.local()  # each thread's own descriptors: DFTI calls never share one
+_REFUSED: set = set()  # geometries MKL would not commit (pocketfft runs those)
+_GENERATION = [0]  # bumped by clear_cache(): every thread drops its descriptors on next use
 
 
 def _descriptor(dfti: _Dfti, geo: tuple) -> _Descriptor | None:
-    """The cached descriptor of ``geo`` (made and committed on a miss); ``None`` where MKL
-    refuses the configuration (remembered, so pocketfft runs without asking again)."""
-    with _CACHE_LOCK:
-        if geo in _CACHE:
-            _CACHE.move_to_end(geo)
-            return _CACHE[geo]
+    """This thread's committed descriptor of ``geo`` (made on a miss; the least recently used
+    of more than :data:`CACHE_SIZE` dropped); ``None`` where MKL refuses the configuration."""
+    cache = getattr(_LOCAL, "cache", None)
+    if cache is None or _LOCAL.generation != _GENERATION[0]:
+        cache = _LOCAL.cache = OrderedDict()
+        _LOCAL.generation = _GENERATION[0]
+    desc = cache.get(geo)
+    if desc is not None:
+        cache.move_to_end(geo)
+        return desc
+    if geo in _REFUSED:
+        return None
     try:
         desc = _Descriptor(dfti, geo)
     except MklError as e:
         _log.info("MKL DFTI refused %r (%s); pocketfft runs it", geo, e)
-        desc = None
-    with _CACHE_LOCK:
-        _CACHE[geo] = desc
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _REFUSED.add(geo)
+        return None
+    cache[geo] = desc
+    while len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
     return desc
 
 
 def clear_cache() -> None:
-    """Free every cached descriptor."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
+    """Free every thread's cached descriptors (the calling thread's now, the others' on their
+    next use)."""
+    _GENERATION[0] += 1
+    _LOCAL.cache = OrderedDict()
+    _LOCAL.generation = _GENERATION[0]
+
+
+def cached_descriptors() -> int:
+    """How many descriptors the calling thread holds."""
+    cache = getattr(_LOCAL, "cache", None)
+    return 0 if cache is None or _LOCAL.generation != _GENERATION[0] else len(cache)
+
+
+# ---- threads ------------------------------------------------------------------------------------
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool():
+    """The helper threads (created on first use, at most one per core)."""
+    if not _POOL:
+        with _POOL_LOCK:
+            if not _POOL:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _POOL.append(ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2)),
+                                                thread_name_prefix="cuweave-fft"))
+    return _POOL[0]
+
+
+class _Tasks:
+    """DFTI calls handed out one at a time to whichever thread asks first: a thread the OS
+    keeps waiting only delays the call it has taken, never the others' (static splits, and
+    OpenMP's barriers, stall a whole transform behind one descheduled thread)."""
+
+    __slots__ = ("tasks", "src", "dst", "dfti", "next", "done", "error", "cond")
+
+    def __init__(self, dfti, tasks, src, dst):
+        self.dfti, self.tasks, self.src, self.dst = dfti, tasks, src, dst
+        self.next = self.done = 0
+        self.error = None
+        self.cond = threading.Condition()
+
+    def work(self) -> None:
+        n = len(self.tasks)
+        while True:
+            with self.cond:
+                i, self.next = self.next, self.next + 1
+            if i >= n:
+                return
+            geo, oi, oo = self.tasks[i]
+            try:
+                desc = _descriptor(self.dfti, geo)
+                if desc is None:
+                    raise MklError(-1, "DftiCommitDescriptor", hint="configuration refused")
+                desc.compute(self.src + oi, self.dst + oo)
+            except BaseException as e:  # noqa: B036 - handed to the waiting caller
+                self.error = self.error or e
+            with self.cond:
+                self.done += 1
+                if self.done == n:
+                    self.cond.notify_all()
+
+    def wait(self) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.done == len(self.tasks))
+        if self.error is not None:
+            raise self.error
+
+
+def _run_tasks(dfti, tasks, src: int, dst: int, threads: int) -> None:
+    """Run ``tasks`` (``(geo, src offset, dst offset)``) on up to ``threads`` threads, the
+    caller included; returns when all are done."""
+    batch = _Tasks(dfti, tasks, src, dst)
+    if threads <= 1 or len(tasks) == 1:
+        batch.work()
+        batch.wait()
+        return
+    pool = _pool()
+    for _ in range(min(threads, len(tasks)) - 1):
+        pool.submit(batch.work)
+    batch.work()
+    batch.wait()
 
 
 # ---- geometry -----------------------------------------------------------------------------------
-def _elem_strides(a: np.ndarray) -> list[int] | None:
-    """Strides of ``a`` in elements (1 for length-1 dimensions); ``None`` where DFTI cannot
-    take them (negative, zero, or not whole elements)."""
+def _elem_strides(shape, strides, itemsize) -> list[int] | None:
+    """Strides in elements (1 for length-1 dimensions); ``None`` where DFTI cannot take them
+    (negative, zero, or not whole elements)."""
     out = []
-    for n, s in zip(a.shape, a.strides):
+    for n, s in zip(shape, strides):
         if n == 1:
             out.append(1)
-        elif s <= 0 or s % a.itemsize:
+        elif s <= 0 or s % itemsize:
             return None
         else:
-            out.append(s // a.itemsize)
+            out.append(s // itemsize)
     return out
+
+
+def _c_strides(shape) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc if n > 1 else 1)
+        acc *= n
+    return out[::-1]
 
 
 def _batches(dims, shape, s_in, s_out):
@@ -240,8 +345,58 @@ def _batches(dims, shape, s_in, s_out):
     return sorted((tuple(b) for b in merged), key=lambda b: b[0])
 
 
+class _Buf:
+    """Shape, element strides and item size of one array of a stage."""
+
+    __slots__ = ("shape", "strides", "itemsize")
+
+    def __init__(self, shape, strides, itemsize):
+        self.shape, self.strides, self.itemsize = tuple(shape), strides, itemsize
+
+
+def _stage_tasks(kind, axes, src: _Buf, dst: _Buf, forward, scale, single, chunks):
+    """``[(geo, src offset, dst offset)]`` of one stage: a ``kind`` transform over ``axes``
+    from ``src`` to ``dst`` (the same buffer: in place), its largest batch dimension cut into
+    up to ``chunks`` calls; ``None`` past :data:`MAX_CALLS` loop calls."""
+    inplace = src is dst
+    s_in, s_out = src.strides, dst.strides
+    lengths = tuple((dst if kind == "C2R" else src).shape[a] for a in axes)
+    batch = _batches([d for d in range(len(src.shape)) if d not in axes and src.shape[d] > 1],
+                     src.shape, s_in, s_out)
+    count, d_in, d_out = batch.pop() if batch else (1, 0, 0)
+    loops = math.prod(b[0] for b in batch)
+    if loops > MAX_CALLS or max(lengths + (count,)) > _LONG_MAX:
+        return None
+    size = -(-count // max(1, min(chunks, count)))
+    side_in = ((0, *(s_in[a] for a in axes)), d_in)
+    side_out = ((0, *(s_out[a] for a in axes)), d_out)
+    fwd, bwd = (side_in, side_out) if forward else (side_out, side_in)
+    tasks = []
+    for idx in product(*(range(b[0]) for b in batch)):
+        oi = sum(i * b[1] for i, b in zip(idx, batch))
+        oo = sum(i * b[2] for i, b in zip(idx, batch))
+        for start in range(0, count, size):
+            n = min(size, count - start)
+            geo = (single, kind != "C2C", lengths, fwd, bwd, n, forward, scale, inplace)
+            tasks.append((geo, (oi + start * d_in) * src.itemsize,
+                          (oo + start * d_out) * dst.itemsize))
+    return tasks
+
+
+#: elements below which one thread runs the transform whatever ``workers`` says
+PARALLEL_MIN = 1 << 15
+#: DFTI calls a stage's batch is cut into per thread (more: better balance when the OS keeps
+#: a thread waiting; fewer: less per-call cost)
+CHUNKS_PER_THREAD = 4
+
+
 class MklPlan:
     """One transform type over fixed axes, run with MKL's DFTI.
+
+    With one thread each layout is one DFTI call (or a short loop of them). With more, the
+    work is cut into DFTI calls of one thread each that the threads take in turn: batches
+    into chunks, and a multidimensional transform of few batches into a stage over all but
+    the first axis and an in-place C2C stage over the first, as pocketfft does.
 
     Parameters
     ----------
@@ -253,61 +408,59 @@ class MklPlan:
     out_lengths : tuple of int
         Output lengths along ``axes`` (C2R's real lengths).
     workers : int
-        Most threads one execution may use (``DFTI_THREAD_LIMIT``).
+        Most threads one execution may use.
     """
 
-    __slots__ = ("_dfti", "_type", "_axes", "_out_lengths", "_threads", "_last", "_split")
+    __slots__ = ("_dfti", "_type", "_axes", "_out_lengths", "_threads", "_last")
 
     def __init__(self, dfti: _Dfti, fft_type: str, axes, out_lengths, workers: int):
         self._dfti, self._type, self._axes = dfti, fft_type, tuple(axes)
-        self._out_lengths, self._threads = tuple(out_lengths), int(workers)
-        self._last: tuple = (None, None)  # (call key, (descriptor, offsets)): the hot path
-        # DFTI's multidimensional C2R takes its input as Hermitian throughout; NumPy and
-        # pocketfft run C2C over the leading axes, then C2R over the last one: so do we.
-        self._split = None
-        if fft_type == "C2R" and len(self._axes) > 1:
-            self._split = (MklPlan(dfti, "C2C", self._axes[:-1], (), workers),
-                           MklPlan(dfti, "C2R", self._axes[-1:], self._out_lengths[-1:],
-                                   workers))
+        self._out_lengths, self._threads = tuple(out_lengths), max(1, int(workers))
+        self._last: tuple = (None, None)  # (call key, stages): the hot path
 
-    def _out(self, x: np.ndarray) -> np.ndarray:
+    def _shapes(self, x):
+        """``(out shape, out dtype, mid shape or None)``."""
         shape = list(x.shape)
         if self._type == "C2C":
-            return np.empty(shape, x.dtype)
-        last = self._axes[-1]
+            return shape, x.dtype, None
         if self._type == "R2C":
-            shape[last] = shape[last] // 2 + 1
-            return np.empty(shape, np.result_type(x.dtype, np.complex64))
+            shape[self._axes[-1]] = shape[self._axes[-1]] // 2 + 1
+            return shape, np.result_type(x.dtype, np.complex64), None
         for a, n in zip(self._axes, self._out_lengths):
             shape[a] = n
-        return np.empty(shape, x.real.dtype)
+        return shape, x.real.dtype, (x.shape if len(self._axes) > 1 else None)
 
-    def _layout(self, x, out, forward: bool, scale: float):
-        """``(descriptor, [(in offset, out offset) in bytes])`` for ``x`` -> ``out``; ``None``
-        where pocketfft must run."""
-        s_in, s_out = _elem_strides(x), _elem_strides(out)
-        if s_in is None or s_out is None:
+    def _stages(self, x, forward, scale, threads):
+        """``[(src name, dst name, tasks)]`` for ``x``; ``None`` where pocketfft must run."""
+        s_x = _elem_strides(x.shape, x.strides, x.itemsize)
+        if s_x is None:
             return None
-        axes = self._axes
-        lengths = tuple((out if self._type == "C2R" else x).shape[a] for a in axes)
-        batch = _batches([d for d in range(x.ndim) if d not in axes and x.shape[d] > 1],
-                         x.shape, s_in, s_out)
-        howmany, d_in, d_out = batch.pop() if batch else (1, 0, 0)
-        calls = math.prod(b[0] for b in batch)
-        if calls > MAX_CALLS or max(lengths + (howmany,)) > _LONG_MAX:
-            return None
-        side_in = ((0, *(s_in[a] for a in axes)), d_in)
-        side_out = ((0, *(s_out[a] for a in axes)), d_out)
-        fwd, bwd = (side_in, side_out) if forward else (side_out, side_in)
-        geo = (x.dtype.char in "fF", self._type != "C2C", lengths, fwd, bwd, howmany,
-               self._threads, forward, scale)
-        desc = _descriptor(self._dfti, geo)
-        if desc is None:
-            return None
-        offsets = [(sum(i * b[1] for i, b in zip(idx, batch)) * x.itemsize,
-                    sum(i * b[2] for i, b in zip(idx, batch)) * out.itemsize)
-                   for idx in product(*(range(b[0]) for b in batch))]
-        return desc, offsets
+        out_shape, out_dtype, mid_shape = self._shapes(x)
+        bufs = {"x": _Buf(x.shape, s_x, x.itemsize),
+                "out": _Buf(out_shape, _c_strides(out_shape), np.dtype(out_dtype).itemsize)}
+        axes, chunks = self._axes, CHUNKS_PER_THREAD * threads if threads > 1 else 1
+        if mid_shape is not None:
+            # DFTI's multidimensional C2R takes its input as Hermitian throughout; NumPy and
+            # pocketfft run C2C over the leading axes, then C2R over the last one: so do we.
+            bufs["mid"] = _Buf(mid_shape, _c_strides(mid_shape), x.itemsize)
+            plan = [("C2C", axes[:-1], "x", "mid", 1.0), ("C2R", axes[-1:], "mid", "out", scale)]
+        elif threads > 1 and len(axes) > 1 and self._few_batches(x, threads):
+            plan = [(self._type, axes[1:], "x", "out", 1.0), ("C2C", axes[:1], "out", "out", scale)]
+        else:
+            plan = [(self._type, axes, "x", "out", scale)]
+        single = x.dtype.char in "fF"
+        stages = []
+        for kind, ax, src, dst, sc in plan:
+            tasks = _stage_tasks(kind, ax, bufs[src], bufs[dst], forward, sc, single, chunks)
+            if tasks is None or any(_descriptor(self._dfti, t[0]) is None for t in tasks[:1]):
+                return None
+            stages.append((src, dst, tasks))
+        return stages
+
+    def _few_batches(self, x, threads) -> bool:
+        """Whether the batch of ``x`` is too small to keep ``threads`` threads busy."""
+        batch = math.prod(n for d, n in enumerate(x.shape) if d not in self._axes)
+        return batch < 2 * threads
 
     def run(self, x: np.ndarray, direction: FFTDirection, norm: str | None):
         """Transform the host array ``x`` (never modified) into a new C-ordered array, or
@@ -318,33 +471,22 @@ class MklPlan:
         n = math.prod(self._out_lengths if self._type == "C2R" else
                       (x.shape[a] for a in self._axes))
         scale = _scale(norm, forward, n)
-        if self._split is None:
-            return self._run(x, forward, scale)
-        leading, last = self._split
-        mid = leading._run(x, False, 1.0)
-        return None if mid is None else last._run(mid, False, scale)
-
-    def _run(self, x: np.ndarray, forward: bool, scale: float):
-        out = self._out(x)
-        key = (x.shape, x.strides, forward, scale)
-        last_key, found = self._last
+        threads = self._threads if x.size >= PARALLEL_MIN else 1
+        key = (x.shape, x.strides, forward, scale, threads)
+        last_key, stages = self._last
         if last_key != key:
-            found = self._layout(x, out, forward, scale)
-            if found is None:
+            stages = self._stages(x, forward, scale, threads)
+            if stages is None:
                 return None
-            self._last = (key, found)
-        desc, offsets = found
-        src, dst = x.ctypes.data, out.ctypes.data
-        if desc.lock.acquire(blocking=False):
-            try:
-                for oi, oo in offsets:
-                    desc.compute(src + oi, dst + oo)
-            finally:
-                desc.lock.release()
-        else:  # another thread is computing with it: a private copy for this call
-            mine = _Descriptor(self._dfti, desc.geo)
-            for oi, oo in offsets:
-                mine.compute(src + oi, dst + oo)
+            self._last = (key, stages)
+        out_shape, out_dtype, mid_shape = self._shapes(x)
+        out = np.empty(out_shape, out_dtype)
+        ptr = {"x": x.ctypes.data, "out": out.ctypes.data}
+        if mid_shape is not None:
+            mid = np.empty(mid_shape, x.dtype)
+            ptr["mid"] = mid.ctypes.data
+        for src, dst, tasks in stages:
+            _run_tasks(self._dfti, tasks, ptr[src], ptr[dst], threads)
         return out
 
 
