@@ -320,8 +320,14 @@ def _accumulator_kernel(mm):
     partitioner query (``map_fragment_index``) recording where each fragment value belongs."""
     from numba import cuda
 
-    from cuweave.device.matmul import axpby, copy, copy_fragment, copy_wait, \
-        make_fragment_like, make_tensor
+    from cuweave.device.matmul import (
+        axpby,
+        copy,
+        copy_fragment,
+        copy_wait,
+        make_fragment_like,
+        make_tensor,
+    )
 
     la, lb = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b()
 

@@ -91,3 +91,27 @@ def test_fft_options_valid_then_create(compiler):
     with pytest.raises(InvalidOptionError, match="size"):
         dx.FFTOptions(fft_type="c2c", size=67, precision=np.float32, execution="Block",
                       code_type=SM90)
+
+
+def test_matmul_factory_knobs_of_nvmath():
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    from cuweave._internal.errors import LibraryNotFoundError
+    from cuweave.device import _blas_mathdx
+
+    try:
+        _blas_mathdx.versions()
+    except LibraryNotFoundError as e:
+        pytest.skip(f"libmathdx is not available: {e}")
+    knobs = dict(size=(32, 32, 32), precision=np.float32, data_type="real", block_size=64,
+                 arrangement=("row_major", "col_major", "col_major"))
+    mm = dx.matmul(**knobs, compiler="numba", code_type=SM90,
+                   execute_api="dynamic_leading_dimensions", global_memory_alignment=(16, 16, 8))
+    assert mm.sm[:2] == (9, 0) and tuple(mm.block_dim) == (64, 1, 1)  # no traits compilation
+    with pytest.raises(InvalidOptionError, match="global_memory_alignment must be three powers"):
+        dx.matmul(**knobs, sm=90, global_memory_alignment=(16, 12, 8))
+    with pytest.raises(InvalidOptionError, match="execute_api must be one of"):
+        dx.matmul(**knobs, sm=90, execute_api="pointers")
+    from cuweave.device._blas_fragments import AccumulatorType
+    from cuweave.device._blas_numba import OpaqueTensorType
+
+    assert dx.OpaqueTensor is OpaqueTensorType and dx.Accumulator is AccumulatorType

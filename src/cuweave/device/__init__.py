@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import importlib
 
+from . import fft  # the module, callable as nvmath-python's fft(...) factory
 from ._blas_options import Alignment, Arrangement, LeadingDimension, Precision, TransposeMode
+from ._fft_legacy import FFTOptions
 from ._options import ComplexLayout, Direction, Execution, FFTType, RealMode
 from ._warm import warm_cache
-from . import fft  # the module, callable as nvmath-python's fft(...) factory
-from ._fft_legacy import FFTOptions
 from .common_cuda import CodeType, ComputeCapability, Dim3, current_device_lto, current_device_sm
 from .fft import FFT, valid_sizes
 from .matmul import (
@@ -35,11 +35,14 @@ _LAZY = {
     **{n: "._blas_numba" for n in ("make_tensor", "copy", "copy_fragment", "clear", "axpby",
                                     "copy_wait", "OpaqueTensorType")},
     **{n: "._blas_fragments" for n in ("make_fragment_like", "AccumulatorType")},
+    "OpaqueTensor": "._blas_numba",   # nvmath-python's names of the numba types
+    "Accumulator": "._blas_fragments",
     **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
                              "np_float16x2", "np_float16x4")},
 }
+_ALIASES = {"OpaqueTensor": "OpaqueTensorType", "Accumulator": "AccumulatorType"}
 _SUBMODULES = ("types", "random", "random_helpers", "common_cuda", "common", "cublasdx",
-               "cublasdx_backend", "cublasdx_numba")
+               "cublasdx_backend")
 
 __all__ = [
     "FFT",
@@ -80,7 +83,7 @@ def __getattr__(name):
             from .._internal.errors import LibraryNotFoundError
 
             raise LibraryNotFoundError("numba-cuda", "dx", f"{name} needs it: {e}") from e
-        value = getattr(module, name)
+        value = getattr(module, _ALIASES.get(name, name))
         globals()[name] = value
         return value
     if name in _SUBMODULES:

@@ -195,7 +195,8 @@ def _implementation_file(spec: FFTSpec) -> str:
     """cuFFTDx's implementation (PTX blobs) of the execution size, relative to the include
     folder. The database records of size ``n`` name only functions defined in this file (every
     architecture and precision of nvidia-mathdx 25.6 checked)."""
-    return f"cufftdx/database/fft_{spec.execution_size}_{_PRECISION_TAG[spec.precision]}_fwd.hpp.inc"
+    tag = _PRECISION_TAG[spec.precision]
+    return f"cufftdx/database/fft_{spec.execution_size}_{tag}_fwd.hpp.inc"
 
 
 def _implementation_block(spec: FFTSpec) -> str:

@@ -69,7 +69,7 @@ def null_pointer():
     return _null_pointer
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fft_tables(sm: int):
     """The linkable LTO-IR of cuFFTDx's twiddle tables for ``sm``: one object per process, so
     that numba links it once however many FFTs a kernel calls (its link set is a set)."""

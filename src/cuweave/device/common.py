@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from .matmul import Layout
 
-__all__ = ["Layout", "make_tensor", "copy", "copy_fragment", "clear", "axpby", "copy_wait",
-           "make_fragment_like", "OpaqueTensor"]
-
 _NUMBA_NAMES = {"make_tensor": "_blas_numba", "copy": "_blas_numba",
                 "copy_fragment": "_blas_numba", "clear": "_blas_numba", "axpby": "_blas_numba",
                 "copy_wait": "_blas_numba", "OpaqueTensor": "_blas_numba",
                 "make_fragment_like": "_blas_fragments"}
+__all__ = ["Layout", *_NUMBA_NAMES]
 
 
 def __getattr__(name):

@@ -615,19 +615,33 @@ class Matmul(KernelObject):
                 f"leading_dimension={tuple(self.leading_dimension)})")
 
 
+_EXECUTE_APIS = (None, "static_leading_dimensions", "dynamic_leading_dimensions", "tensors")
+
+
 def matmul(size, precision, data_type="real", *, compiler=None, code_type=None,
-           execute_api=None, tensor_types=None, **knobs) -> Matmul:
+           execute_api=None, tensor_types=None, global_memory_alignment=None,
+           **knobs) -> Matmul:
     """nvmath-python's earlier factory: a :class:`Matmul` (``compiler='numba'`` only).
 
-    ``execute_api`` ('static_leading_dimensions' or 'tensors') and ``tensor_types`` are
-    validated and otherwise unused: the form of ``MM.execute(...)`` follows its arguments.
-    ``code_type`` (an object with ``cc`` or an SM value) sets ``sm`` when ``sm`` is not given.
+    ``execute_api`` ('static_leading_dimensions', 'dynamic_leading_dimensions' or 'tensors'),
+    ``tensor_types`` and ``global_memory_alignment`` (three byte alignments) are validated and
+    otherwise unused: the form of ``MM.execute(...)`` follows its arguments, and copies take
+    their alignment as ``copy(src, dst, alignment=...)``. ``code_type`` (an object with
+    ``cc`` or an SM value) sets ``sm`` when ``sm`` is not given.
     """
     if compiler not in (None, "numba"):
         raise InvalidOptionError(f"compiler must be 'numba' or None, got {compiler!r}")
-    if execute_api not in (None, "static_leading_dimensions", "tensors"):
-        raise InvalidOptionError(f"execute_api must be 'static_leading_dimensions' or "
-                                 f"'tensors', got {execute_api!r}")
+    if execute_api not in _EXECUTE_APIS:
+        raise InvalidOptionError(f"execute_api must be one of {_EXECUTE_APIS[1:]} or None, "
+                                 f"got {execute_api!r}")
+    if global_memory_alignment is not None and (
+            isinstance(global_memory_alignment, str) or
+            not isinstance(global_memory_alignment, tuple | list) or
+            len(global_memory_alignment) != 3 or
+            any(isinstance(a, bool) or not isinstance(a, int | np.integer) or a <= 0 or a & (a - 1)
+                for a in global_memory_alignment)):
+        raise InvalidOptionError(f"global_memory_alignment must be three powers of two (bytes), "
+                                 f"got {global_memory_alignment!r}")
     if tensor_types is not None:
         allowed = {"suggested_smem_a", "suggested_smem_b", "suggested_smem_c",
                    "suggested_rmem_c", "smem_a", "smem_b", "smem_c", "rmem_c"}
