@@ -46,7 +46,12 @@ def log(monkeypatch):
     monkeypatch.setattr(cuda, "set_device", lambda d: None)
     monkeypatch.setattr(cuda, "driver", lambda: Driver)
     monkeypatch.setattr(resources, "allocate", allocate)
+    monkeypatch.setattr(cuda, "is_capturing", lambda s: s in CAPTURING)
+    CAPTURING.clear()
     return calls
+
+
+CAPTURING = set()  # streams capturing a CUDA graph in the test (cuda.is_capturing)
 
 
 def _kinds(log, since=0):
@@ -126,3 +131,18 @@ def test_close(log, last, marked, expect):
     if expect[0] == "sync":
         assert got[0] == ("sync", "device")
     assert res.last is None and not res.has("work")
+
+
+# ---- graph capture: nothing recorded or waited on a capturing stream ----------------------------
+def test_a_capturing_stream_records_and_waits_on_nothing(log):
+    res = StreamResources(0, None)
+    res.get("work", 64, 0)  # at plan time, on stream 0 (the legacy stream)
+    res.enter(5)
+    n = len(log)
+    CAPTURING.add(9)
+    assert res.enter(9) is False  # no event on 0 or 5, no wait in the capture
+    assert not res.mark(9)
+    assert log[n:] == [] and res.last == 5  # the eager order is left as it was
+    CAPTURING.clear()  # the capture ended: the next eager run on 9 is ordered after 5
+    assert res.enter(9) is True
+    assert log[n:] == [("record", 1, 5), ("wait", 9, 1)] and res.last == 9

@@ -146,6 +146,7 @@ class FakeGPU:
         self.waits = []  # (waiting stream, stream recorded on) of each cuStreamWaitEvent
         self.syncs = []  # streams passed to cuda.synchronize
         self.set_devices = []  # cuda.set_device calls
+        self.capturing = set()  # streams capturing a CUDA graph (cuda.is_capturing)
         self.devices = 1
         self.on_matmul = None  # optional hook(args) run when a matmul "executes"
         self.torch = _fake_torch()
@@ -246,6 +247,7 @@ class FakeGPU:
                          ("device_count", lambda: self.devices),
                          ("is_available", lambda: True), ("require", lambda *a: None),
                          ("synchronize", synchronize),
+                         ("is_capturing", lambda stream: stream in self.capturing),
                          ("host_alloc", self._host_alloc), ("host_free", lambda p: None),
                          ("Event", self.Event), ("memcpy_async", self._memcpy_async)):
             mp.setattr(cuda, name, fn)

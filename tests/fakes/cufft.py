@@ -84,6 +84,7 @@ class FakeCufft:
     ``log`` lists the runtime calls in order: ``("set_device", id)``, ``("alloc", ptr, nbytes,
     stream)``, ``("free", ptr)``, ``("record", event, stream)``, ``("wait", stream, event)``,
     ``("event_sync", event)``, ``("sync", stream)``, ``("memcpy", dst, src, nbytes, stream)``.
+    ``capturing`` holds the streams that capture a CUDA graph (``cuda.is_capturing``).
     """
 
     def __init__(self):
@@ -97,6 +98,7 @@ class FakeCufft:
         self.log = []
         self.device = 0  # the thread's current device
         self._next_ptr = 0x10000
+        self.capturing = set()
 
     def set_device(self, device_id) -> None:
         self.log.append(("set_device", device_id))
@@ -207,6 +209,7 @@ def fake_cuda(native: str | None = None):
         mp.setattr(cuda, "stream_wait_event", lambda stream, ev: fake.log.append(
             ("wait", stream, ev._h)))
         mp.setattr(cuda, "compute_capability", lambda device_id=0: (9, 0))
+        mp.setattr(cuda, "is_capturing", lambda stream: stream in fake.capturing)
         mp.setattr(_callbacks, "_nvrtc_ltoir", lambda src, cc: b"fake-ltoir")
         try:
             yield fake

@@ -221,6 +221,13 @@ def stream_wait_event(stream: int, event: Event) -> None:
     check(driver().cuStreamWaitEvent(stream, event._h, 0), "cuStreamWaitEvent")
 
 
+def is_capturing(stream: int) -> bool:
+    """Whether ``stream`` is capturing a CUDA graph (its work is recorded, not run)."""
+    drv = driver()
+    status = check(drv.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
+    return int(status) != int(drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+
 def memcpy(dst: int, src: int, nbytes: int) -> None:
     if nbytes:
         drv = driver()

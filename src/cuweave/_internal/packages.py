@@ -77,6 +77,12 @@ class Adapter:
     name = "generic"
     #: whether the package has a current stream of its own (torch, CuPy)
     owns_stream = False
+    #: whether results may be written into the package's arrays (in place); JAX's are not
+    writable = True
+    #: ``None``, or ``deliver(obj) -> array``: a result made by :meth:`empty` or
+    #: :meth:`result_allocator`, turned into the package's array once the run's work is
+    #: queued (packages whose arrays cannot be written after they are made: JAX)
+    deliver = None
 
     # ---- wrapping ------------------------------------------------------------------------
     def wrap(self, x, name: str) -> Operand:
@@ -475,6 +481,9 @@ NUMPY, TORCH, CUPY, GENERIC = NumpyAdapter(), TorchAdapter(), CupyAdapter(), Ada
 #: package name (``Operand.package``) -> adapter; ``None`` (no package) is the generic one
 ADAPTERS = {"numpy": NUMPY, "torch": TORCH, "cupy": CUPY, "cai": GENERIC, "dlpack": GENERIC,
             "cuweave": GENERIC, None: GENERIC}
+#: top-level module of an array's type -> adapter, for packages whose adapters live in
+#: modules of their own and register here (JAX: ``_jax.py``, imported at the end of this one)
+BY_MODULE: dict = {}
 
 
 def adapter(package: str | None) -> Adapter:
@@ -494,7 +503,7 @@ def adapter_of(x) -> Adapter:
         return NUMPY
     if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
         return CUPY
-    return GENERIC
+    return BY_MODULE.get(mod.split(".", 1)[0], GENERIC)
 
 
 def wrap_operand(x, name: str = "operand") -> Operand:
@@ -693,3 +702,6 @@ def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
 
     return MemoryPointer(int(buf.handle), nbytes, fin)
 
+
+# adapters kept in modules of their own register into ADAPTERS and BY_MODULE on import
+from . import _jax  # noqa: E402,F401

@@ -16,6 +16,11 @@ stream order with four rules:
 4. **Close**: at the end (free, plan-cache eviction, possibly long after the last run) the last
    stream may be gone: the mark, or stream 0, is waited for, else the whole device.
 
+A run on a stream that is capturing a CUDA graph records nothing and waits on nothing (an
+event recorded outside the capture, or on the legacy stream, would invalidate it): its work
+runs when the graph is launched, ordered by the stream it is launched on, and the order of
+the eager runs is left as it was.
+
 Examples
 --------
 >>> res = StreamResources(device_id=0, package=None, allocator=None)
@@ -56,16 +61,20 @@ class StreamResources:
         self._marked = False  # _event stands for the work queued on ``last``
 
     # ---- rule 1 ------------------------------------------------------------------------------
-    def enter(self, stream: int) -> None:
+    def enter(self, stream: int) -> bool:
         """A run moves to ``stream``: order it after the buffers' last user (no-op when it is
-        the same stream or there are no buffers yet)."""
+        the same stream or there are no buffers yet). False: ``stream`` is capturing a graph,
+        nothing was ordered or changed (the next run on it must enter again)."""
         last = self.last
         if last is not None and last != stream and self._mem:
+            if cuda.is_capturing(stream):
+                return False
             if not self._marked:
                 self._record(last)
             cuda.stream_wait_event(stream, self._event)
         self.last = stream
         self._marked = False
+        return True
 
     # ---- rule 2 ------------------------------------------------------------------------------
     def mark(self, stream: int | None = None) -> bool:
@@ -75,6 +84,8 @@ class StreamResources:
         the last stream is the legacy default stream, which always exists)."""
         stream = self.last if stream is None else stream
         if not self._mem or stream is None or self._marked or (stream == 0 and self.last == 0):
+            return False
+        if cuda.is_capturing(stream):  # the capture's work has not run: nothing to stand for
             return False
         self._record(stream)
         self.last = stream

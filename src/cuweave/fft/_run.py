@@ -38,7 +38,7 @@ from .._internal.errors import CufftError
 from .._internal.packages import adapter, empty
 from .._internal.staging import shared_stager
 
-__all__ = ["build_run", "nbytes"]
+__all__ = ["build_run", "nbytes", "allocate_buffers"]
 
 
 def nbytes(shape, strides, dtype) -> int:
@@ -70,6 +70,7 @@ def build_run(f):
     scale = plan.unfused_scale
     blocking = f.options.blocking is True and not staged
     cur = f._cur_stream  # the stream last set on the plan (None: order again)
+    deliver = None if inplace else pkg.deliver  # results handed over as the package's arrays
     tmp_in, out_c, given = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
 
     def run(f, direction=None, stream=None, x=None, ptr=None):  # f: an argument (no cycle)
@@ -84,9 +85,11 @@ def build_run(f):
             else:
                 s = f._stream or 0
             if s != cur[0]:
-                bufs.enter(s)  # the shared buffers: order s after their last user stream
+                # the shared buffers: order s after their last user stream (a capturing s:
+                # nothing ordered, so the next run enters again)
+                ordered = bufs.enter(s)
                 set_stream(s)
-                cur[0] = s
+                cur[0] = s if ordered else None
             if work and not bufs.has("work"):
                 plan.set_work_area(bufs.get("work", work, s))
             if ptr is None:
@@ -133,12 +136,34 @@ def build_run(f):
                 cuda.synchronize(s)
             if stream is not None and bufs.mark(s):
                 cur[0] = None  # an explicit stream may die: the next run orders by the event
-            return res
+            return res if deliver is None else deliver(res)
         finally:
             if prev != device_id and prev is not None:
                 set_device(prev)  # the caller's device again
 
     return run
+
+
+def allocate_buffers(f) -> None:
+    """Allocate at plan time the buffers the run would otherwise allocate on its first call:
+    the work area, and the input copy of a C2R transform (cuFFT overwrites its input) or of
+    a bound R2C operand not aligned to its complex element; ordered on the stream the runs
+    use (the stored one, else the package's current one). A first run then does no lazy
+    work: it can be captured into a CUDA graph."""
+    spec, plan, bufs = f._spec, f._cuda_plan, f._bufs
+    pkg = adapter(spec.package)
+    if f._stream is not None:
+        s = f._stream
+    else:
+        s = pkg.stream_getter(spec.device_id)() if pkg.owns_stream and not spec.staged else 0
+    if plan.workspace_size and not bufs.has("work"):
+        plan.set_work_area(bufs.get("work", plan.workspace_size, s))
+    if spec.staged:
+        return
+    align = 2 * ITEMSIZE[spec.dtype]
+    if spec.fft_type == "C2R" or (spec.fft_type == "R2C" and not spec.inplace and
+                                  f._in_ptr is not None and f._in_ptr % align):
+        bufs.get("copy_in", nbytes(spec.shape, spec.dev_strides, spec.dtype), s)
 
 
 def host_in(f):

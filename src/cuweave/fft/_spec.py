@@ -12,7 +12,7 @@ import math
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
 from .._internal.overlap import check_no_self_overlap
-from .._internal.packages import wrap_operand
+from .._internal.packages import adapter, wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -231,6 +231,10 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.n_points = math.prod(s.lengths)
     s.inplace = options.inplace
     if s.inplace:  # the result overwrites the operand: every element needs its own address
+        if not adapter(op.package).writable:
+            raise InvalidOperandError(
+                f"operand must be writable for inplace=True (the result is written into it), "
+                f"got an immutable {op.package} array; use inplace=False")
         check_no_self_overlap(op, "operand")
     s.layout, s.stage_perm = None, None
     s.to_host = op.device == "cuda" and not s.cuda  # CPU execution of a device operand

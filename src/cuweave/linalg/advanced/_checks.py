@@ -92,7 +92,12 @@ def check_inplace_target(op) -> None:
     """``c`` of an in-place matmul: writable, and no two of its elements share memory (checked
     before any work: a write must never land outside the target's own elements)."""
     from ..._internal.overlap import check_no_self_overlap
+    from ..._internal.packages import adapter
 
+    if not adapter(op.package).writable:
+        raise InvalidOperandError(
+            f"c must be writable for inplace=True (the result is written into it), got an "
+            f"immutable {op.package} array; use inplace=False")
     check_no_self_overlap(op, "c")
     if op.device == "cpu":
         arr = op.host_array()

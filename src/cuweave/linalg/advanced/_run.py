@@ -33,7 +33,7 @@ from ._binding import _A, dense_bytes, perm_from_strides, staged
 from ._checks import scale_value
 from ._layout import remember_aux_frame
 
-__all__ = ["build_run", "squeeze"]
+__all__ = ["build_run", "squeeze", "deliver_results"]
 
 
 def squeeze(obj, axes):
@@ -43,6 +43,11 @@ def squeeze(obj, axes):
     for ax in sorted(axes):
         obj = obj.squeeze(ax)
     return obj
+
+
+def deliver_results(deliver, out, aux):
+    """``out`` and the values of ``aux`` through the adapter's ``deliver``."""
+    return deliver(out), ({k: deliver(v) for k, v in aux.items()} if aux else aux)
 
 
 def _flat(arr: np.ndarray) -> np.ndarray:
@@ -77,9 +82,10 @@ def build_run(mm):
     copies = () if staged_ else tuple((k, shape, order, k == x)
                                       for k, (shape, order) in mm._dev_copies.items())
     dense_copy = pkg.dense_copy
+    deliver = pkg.deliver  # results made writable, handed over as the package's arrays
     # the optional steps grouped, so that a lean run tests a few constants only
     bind_more = bool(outputs or extras)  # aux outputs; c broadcast, fp8 scales and amax
-    finish = bool(staged_ or blocking or amax or squeezed)
+    finish = bool(staged_ or blocking or amax or squeezed or deliver)
 
     def run(mm, stream=None, algorithm=None, tune=None):  # mm: an argument, not a cycle
         ops = mm._ops
@@ -135,6 +141,8 @@ def build_run(mm):
                 aux[key] = op.obj
         if squeezed:
             out = squeeze(out, squeezed)
+        if deliver is not None:
+            out, aux = deliver_results(deliver, out, aux)
         return (out, aux) if aux else out
 
     lean = not (staged_ or outputs or extras or blocking or squeezed or copies)
