@@ -199,10 +199,10 @@ CPU_CASES = [
     ("CPU R2C 2-D 1024^2 f64", "rfft", (1024, 1024), np.float64, (0, 1)),
     ("CPU C2C 3-D 64^3 c128", "fft", (64, 64, 64), np.complex128, (0, 1, 2)),
 ]
-#: seconds between two implementations' blocks: longer than the OpenMP runtime's spin after a
-#: parallel region (KMP_BLOCKTIME, 200 ms), so that MKL's waiting threads never take a core
-#: from the implementation timed next
-SETTLE_S = 0.25
+#: seconds each implementation runs untimed before its timed calls in every round: an idle
+#: core of a virtual machine takes milliseconds to wake and come up to speed, which would
+#: otherwise land on whichever implementation follows a single-threaded one
+WARM_S = 0.02
 
 
 def _cpu_impls(kind, x, axes, threads):
@@ -238,8 +238,8 @@ def _busy_s():
 def _cpu_cases(results, quick):
     """cuweave's CPU FFTs (MKL with the ``cpu-fft`` extra, else pocketfft) against scipy.fft
     with the same worker count and numpy.fft (one thread), at 1 and 2 threads. Rounds
-    interleave the implementations (the machine may be shared), one block each, with
-    :data:`SETTLE_S` between blocks."""
+    interleave the implementations (the machine may be shared), one block each: :data:`WARM_S`
+    of untimed calls, then the timed ones. Each case records the other processes' load."""
     import time
 
     rng = np.random.default_rng(0)
@@ -256,11 +256,13 @@ def _cpu_cases(results, quick):
             t0, b0 = time.perf_counter(), _busy_s()
             for _ in range(3 if quick else 7):
                 for impl, fn in impls.items():
-                    time.sleep(SETTLE_S)
-                    times[impl].append(cpu_time_ms(fn, iters=5, warmup=1))
+                    end = time.perf_counter() + WARM_S
+                    while time.perf_counter() < end:
+                        fn()
+                    times[impl].append(cpu_time_ms(fn, iters=5, warmup=0))
             b1, wall = _busy_s(), time.perf_counter() - t0
-            other = None if b0 is None else round(
-                ((b1[0] - b0[0]) - (b1[1] - b0[1])) / wall, 3)
+            other = None if b0 is None else round(max(
+                0.0, ((b1[0] - b0[0]) - (b1[1] - b0[1])) / wall), 3)  # clock ticks: ±0.03
             for impl, ts in times.items():
                 results.add(case=case, impl=impl, metric="ms", value=float(np.median(ts)),
                             unit="ms", threads=threads, other_cores=other)

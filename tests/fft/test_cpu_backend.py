@@ -7,6 +7,8 @@ The MKL tests skip where MKL cannot be loaded; the rest run either way. The whol
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 
 import numpy as np
@@ -258,3 +260,27 @@ def test_auto_without_mkl_falls_back_to_pocketfft(fresh_choice):
     plan = CpuPlan("C2C", (1,), [9], 2, "complex64")
     assert plan.backend == "pocketfft"
     assert rel_l2(plan.run(x, INV, "backward"), np.fft.ifft(x, axis=1)) < 1e-6
+
+
+@needs_mkl
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_runs_threaded_transforms():
+    """The child of a fork has none of the parent's pool threads; its transforms still run
+    on its own (new) helpers."""
+    x = rng_array((64, 1024), "complex128")
+    space = F.ExecutionCPU(num_threads=2)
+    F.fft(x, axes=(1,), execution=space)  # the parent's pool exists
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            signal.alarm(60)
+            y = F.fft(x, axes=(1,), execution=space)
+            os.write(w, b"1" if rel_l2(y, np.fft.fft(x, axis=1)) < 1e-13 else b"0")
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == b"1"

@@ -241,6 +241,8 @@ def cached_descriptors() -> int:
 # ---- threads ------------------------------------------------------------------------------------
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's pool threads
+    os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _pool():
