@@ -18,6 +18,7 @@ Cases (complex64, 65536 transforms of 256 points):
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -279,7 +280,9 @@ def _compile_time(results):
     if proc.returncode != 0:
         print(f"   {case} failed: {proc.stderr[-500:]}")
         return
-    first, second, tables = (float(v) for v in proc.stdout.split()[-3:])
+    # the last three numbers printed (a library may write NULs or logs before them)
+    nums = re.findall(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", proc.stdout)
+    first, second, tables = (float(v) for v in nums[-3:])
     results.add(case=case, impl="cuweave first in a process", metric="s", value=first, unit="s",
                 target=3.0)
     results.add(case=case, impl="cuweave later in the same process", metric="s", value=second,

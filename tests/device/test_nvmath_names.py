@@ -107,6 +107,7 @@ def test_matmul_factory_knobs_of_nvmath():
     mm = dx.matmul(**knobs, compiler="numba", code_type=SM90,
                    execute_api="dynamic_leading_dimensions", global_memory_alignment=(16, 16, 8))
     assert mm.sm[:2] == (9, 0) and tuple(mm.block_dim) == (64, 1, 1)  # no traits compilation
+    assert mm.files == []  # nvmath's kernels pass link=MM.files: our functions link themselves
     with pytest.raises(InvalidOptionError, match="global_memory_alignment must be three powers"):
         dx.matmul(**knobs, sm=90, global_memory_alignment=(16, 12, 8))
     with pytest.raises(InvalidOptionError, match="execute_api must be one of"):

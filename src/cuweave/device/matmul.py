@@ -395,6 +395,12 @@ class Matmul(KernelObject):
 
     # ----- knobs ------------------------------------------------------------------------------
     @property
+    def files(self) -> list:
+        """Files to pass to ``cuda.jit(link=...)``: none (the functions link their code
+        themselves; nvmath-python's kernels pass ``link=MM.files``)."""
+        return []
+
+    @property
     def size(self) -> tuple:
         return self._spec.size
 

@@ -98,9 +98,29 @@ def _device_cycle(i, t, cp, ops):
             matmul(a, b, epilog=2.0)
 
 
+def _process_device_bytes():
+    """Device memory this process holds (nvidia-smi's per-process figure: contexts, every
+    pool), or None where nvidia-smi cannot tell. The device's free memory would also move with
+    other processes (parallel test workers share the GPU)."""
+    import os
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        pid, _, mib = line.partition(",")
+        if pid.strip() == str(os.getpid()) and mib.strip().isdigit():
+            return int(mib) << 20
+    return None
+
+
 @pytest.mark.gpu
 def test_ten_thousand_gpu_cycles_keep_device_memory_flat():
-    """10,000 cycles through the GPU paths: torch's and CuPy's pools and the device's free
+    """10,000 cycles through the GPU paths: torch's and CuPy's pools and this process's device
     memory stay flat after warm-up (no leaked results, copies, buffers or plans)."""
     t = pytest.importorskip("torch")
     cp = pytest.importorskip("cupy")
@@ -115,14 +135,15 @@ def test_ten_thousand_gpu_cycles_keep_device_memory_flat():
         _device_cycle(i, t, cp, ops)
     t.cuda.synchronize()
     pool = cp.get_default_memory_pool()
-    before = (t.cuda.memory_allocated(), pool.used_bytes(), t.cuda.mem_get_info()[0])
+    before = (t.cuda.memory_allocated(), pool.used_bytes(), _process_device_bytes())
     for i in range(600, CYCLES):
         _device_cycle(i, t, cp, ops)
     t.cuda.synchronize()
     gc.collect()
-    after = (t.cuda.memory_allocated(), pool.used_bytes(), t.cuda.mem_get_info()[0])
+    after = (t.cuda.memory_allocated(), pool.used_bytes(), _process_device_bytes())
     assert after[0] - before[0] <= 1 << 20, f"torch allocations grew by {after[0] - before[0]}"
     assert after[1] - before[1] <= 1 << 20, f"CuPy allocations grew by {after[1] - before[1]}"
-    assert before[2] - after[2] <= 64 << 20, \
-        f"free device memory fell by {(before[2] - after[2]) / 2**20:.1f} MiB"
+    if before[2] is not None and after[2] is not None:  # the whole process: pools, cuda.core
+        assert after[2] - before[2] <= 64 << 20, \
+            f"this process's device memory grew by {(after[2] - before[2]) / 2**20:.1f} MiB"
     assert len(plan_cache) <= plan_cache.maxsize
