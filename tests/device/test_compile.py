@@ -117,7 +117,7 @@ def test_source_includes_only_its_own_implementation(built):
     source = _codegen.generate_source(spec, "cw_test")
     assert source.count('#include "cufftdx/database/fft_') == 1
     assert '#include "cufftdx/database/fft_256_fp32_fwd.hpp.inc"' in source
-    assert b"-DCUFFTDX_DETAIL_USE_EXTERN_LUT" in _codegen._options(spec)
+    assert b"-DCUFFTDX_DETAIL_USE_EXTERN_LUT" not in _codegen._options(spec)  # tables inline
     contents, names = _codegen._overlays(spec)
     assert b"cufftdx/database/records/definitions_fp32_fwd.hpp.inc" in names
     assert b"cufftdx/database/records/900/database_fp32_fwd.hpp.inc" not in names
@@ -156,9 +156,10 @@ def _link_sm90(*objects):
 
 
 def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
-    """A numba kernel calling fft.execute links for sm_90 with the FFT's code and the tables
-    (compiled once per architecture); without the tables the twiddles stay undefined, and
-    execute brings them in its link list itself (one object, so linked once per kernel)."""
+    """A numba kernel calling fft.execute links for sm_90 with the FFT's code, which defines
+    the twiddle tables by default; with CUWEAVE_DX_EXTERN_TWIDDLES=1 the code declares them
+    only, the kernel links the tables compiled once per architecture (without them the
+    twiddles stay undefined), and execute can bring them in its link list itself."""
     cuda = pytest.importorskip("numba.cuda")
     import types as pytypes
 
@@ -186,9 +187,11 @@ def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
         if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
             pytest.skip(f"libNVVM is not available: {e}")
         raise
-    tables = _codegen.lut_ltoir(900)
-    assert _link_sm90(ir, f._ltoir, tables) == (True, "")
-    ok, log = _link_sm90(ir, f._ltoir)
+    assert _link_sm90(ir, f._ltoir) == (True, "")  # the default: tables in the FFT's code
+    monkeypatch.setenv("CUWEAVE_DX_EXTERN_TWIDDLES", "1")  # declared only, linked from one IR
+    extern = _codegen.compile_spec(f._spec, f._symbol)["ltoir"]
+    assert _link_sm90(ir, extern, _codegen.lut_ltoir(900)) == (True, "")
+    ok, log = _link_sm90(ir, extern)
     assert not ok and "lut_" in log
     seen = {}
     real_declare = cuda.declare_device

@@ -47,7 +47,7 @@ __all__ = [
 
 _log = get_logger("device.codegen")
 # Bump when the generated source changes meaning: it is part of every cache key.
-SOURCE_VERSION = 4
+SOURCE_VERSION = 5
 TRAIT_NAMES = (
     "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
     "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
@@ -149,7 +149,8 @@ def toolchain_versions() -> dict:
         m = re.search(r"#define\s+CUFFTDX_VERSION\s+(\d+)", f.read())
     _, major, minor = _nvrtc().nvrtcVersion()
     return {"mathdx": mathdx, "cufftdx": int(m.group(1)) if m else 0,
-            "nvrtc": f"{major}.{minor}", "cuweave": __version__, "source": SOURCE_VERSION}
+            "nvrtc": f"{major}.{minor}", "cuweave": __version__, "source": SOURCE_VERSION,
+            "extern_twiddles": extern_twiddles()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,13 +324,23 @@ def _options(spec: FFTSpec) -> list[bytes]:
         # parse only this precision's part of the implementation database (~30% faster)
         "-DCUFFTDX_DETAIL_MANUAL_IMPL_FILTER",
         f"-DCUFFTDX_DETAIL_INCLUDE_PRECISION_{_PRECISION_TAG[spec.precision].upper()}",
-        # twiddle tables declared only; defined once per architecture in lut_ltoir() (their
-        # definitions were 40% of a compilation and 2/3 of the LTO-IR)
-        "-DCUFFTDX_DETAIL_USE_EXTERN_LUT",
         f"-I{inc}", f"-I{os.path.join(inc, 'commondx')}", f"-I{cccl_include()}",
         f"-I{cuda_include()}",
     ]
+    if extern_twiddles():
+        # twiddle tables declared only; defined once per architecture in lut_ltoir() (their
+        # definitions were 40% of a compilation and 2/3 of the LTO-IR)
+        opts.append("-DCUFFTDX_DETAIL_USE_EXTERN_LUT")
     return [o.encode() for o in opts]
+
+
+def extern_twiddles() -> bool:
+    """Whether device FFTs declare cuFFTDx's twiddle tables and link them from one LTO-IR
+    (:func:`lut_ltoir`; compiles ~1 s faster) instead of defining them in each FFT. Off by
+    default: on the H200 (2026-12-01) kernels linked that way ran 65536 FFTs of 256 at 0.58x
+    cupy.fft and the fused convolution at 1.5x CuPy's three passes, against 0.96x and 3.04x
+    with the tables defined in each FFT. ``CUWEAVE_DX_EXTERN_TWIDDLES=1`` turns it on."""
+    return os.environ.get("CUWEAVE_DX_EXTERN_TWIDDLES", "0") == "1"
 
 
 # cuFFTDx's database header includes the implementation records of every architecture and the

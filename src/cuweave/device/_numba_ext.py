@@ -91,7 +91,8 @@ def make_execute(symbol: str, ltoir: bytes, block: bool, sm: int | None = None):
     nargs = 2 if block else 1
     ext = cuda.declare_device(
         symbol, types.int32(*([types.voidptr] * nargs)),
-        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")] + ([fft_tables(sm)] if sm else []), abi="c",
+        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")] + ([fft_tables(sm)] if sm else []),
+        abi="c",
     )
     ptr, null = data_pointer(), null_pointer()
     if block:

@@ -334,8 +334,11 @@ class FFT(KernelObject):
             with _executes_lock:
                 fn = _executes.get(self._symbol)
                 if fn is None:
+                    from ._codegen import extern_twiddles
+
                     fn = make_execute(self._symbol, self._ltoir,
-                                      self._spec.execution is Execution.Block, self._spec.sm)
+                                      self._spec.execution is Execution.Block,
+                                      self._spec.sm if extern_twiddles() else None)
                     _executes[self._symbol] = fn
         return fn
 
