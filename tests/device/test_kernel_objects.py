@@ -217,3 +217,32 @@ def test_nvmath_positional_order_is_accepted(ffts):
     assert f._kernel_key() == ffts["c2c"]._kernel_key() and f.size == 64
     g = dx.FFT(8, np.float16, "c2c", "Thread", sm=90)
     assert g.execution == "Thread" and g._kernel_key() == ffts["half_thread"]._kernel_key()
+
+
+def test_execute_first_in_a_fresh_process_registers_the_objects():
+    """A fresh interpreter whose first numba import comes from ``FFT.execute`` (numba-cuda's
+    import hook re-enters the registration while ``_numba_objects`` is half imported; on the
+    H200 the benchmark's second process failed there with a circular-import AttributeError)."""
+    import os
+    import subprocess
+    import sys
+
+    from cuweave._internal.errors import LibraryNotFoundError
+    from cuweave.device import _codegen
+
+    try:
+        _codegen.toolchain_versions()
+    except LibraryNotFoundError as e:
+        pytest.skip(f"optional package missing: {e}")
+    code = ("import sys, numpy as np, cuweave.device as dx\n"
+            "assert 'numba' not in sys.modules\n"
+            "f = dx.FFT('c2c', 64, np.float32, 'forward', sm=90)\n"
+            "f.execute\n"
+            "from cuweave.device import _kernel_object as k\n"
+            "assert dx.FFT in k._registered and not k._pending\n"
+            "print('OK')\n")
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), proc.stderr[-3000:]

@@ -37,6 +37,7 @@ __all__ = ["KernelObject", "register_kernel_type", "ensure_registered"]
 _registered: set[type] = set()
 _pending: set[type] = set()
 _lock = threading.RLock()
+_importing = threading.local()  # this thread is importing _numba_objects
 
 
 class KernelObject:
@@ -52,17 +53,29 @@ class KernelObject:
 
 
 def ensure_registered(cls: type) -> None:
-    """Register ``cls`` with numba-cuda now (imports numba); idempotent."""
+    """Register ``cls`` with numba-cuda now (imports numba); idempotent.
+
+    Importing ``_numba_objects`` may be what imports numba-cuda, whose import hook then asks
+    for the pending classes again: that re-entrant call only leaves them pending, and the outer
+    call registers them once the module is complete."""
     if cls in _registered:
+        return
+    if getattr(_importing, "active", False):  # re-entered from numba-cuda's import
+        _pending.add(cls)
         return
     with _lock:
         if cls in _registered:
             return
-        from . import _numba_objects
-
-        _numba_objects.register(cls)
-        _registered.add(cls)
-        _pending.discard(cls)
+        _importing.active = True
+        try:
+            from . import _numba_objects
+        finally:
+            _importing.active = False
+        for c in [cls, *sorted(_pending - {cls}, key=lambda c: c.__name__)]:
+            if c not in _registered:
+                _numba_objects.register(c)
+                _registered.add(c)
+            _pending.discard(c)
 
 
 def register_kernel_type(cls: type) -> None:
