@@ -207,7 +207,11 @@ def _implementation_block(spec: FFTSpec) -> str:
     definition of cuFFTDx's generic function stops the compilation should the FFT need a
     function of another file (it is compiled again with every file)."""
     include = ""
-    if os.path.isfile(os.path.join(mathdx_include(), _implementation_file(spec))):
+    try:
+        here = os.path.isfile(os.path.join(mathdx_include(), _implementation_file(spec)))
+    except LibraryNotFoundError:  # source text without the headers (compiling it needs them)
+        here = True
+    if here:
         include = f'#include "{_implementation_file(spec)}"'
     return f"""\
 namespace cufftdx {{ namespace database {{ namespace detail {{
