@@ -111,3 +111,15 @@ def forward(a, b, *, alpha=1.0, c=None, beta=0.0, bias=None, act=None):
     if act == "gelu":
         return z, gelu(z)
     return z, z
+
+
+def torch_activation(y, act):
+    """torch's own ``act`` ("relu", "gelu": tanh approximation, as cuBLASLt's; None: identity) of
+    the tensor ``y``, the reference for cuweave.torch's fused epilogs."""
+    import torch
+
+    if act == "relu":
+        return torch.relu(y)
+    if act == "gelu":
+        return torch.nn.functional.gelu(y, approximate="tanh")
+    return y

@@ -26,12 +26,7 @@ F = torch.nn.functional
 BF16 = torch.bfloat16
 
 
-def ref_act(y, act):
-    if act == "relu":
-        return torch.relu(y)
-    if act == "gelu":
-        return F.gelu(y, approximate="tanh")
-    return y
+from tests.references import torch_activation as ref_act  # noqa: E402
 
 
 def _plain(block, act):

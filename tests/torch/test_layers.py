@@ -25,12 +25,7 @@ F = torch.nn.functional
 ACTS = [None, "relu", "gelu"]
 
 
-def ref_act(y, act):
-    if act == "relu":
-        return torch.relu(y)
-    if act == "gelu":
-        return F.gelu(y, approximate="tanh")
-    return y
+from tests.references import torch_activation as ref_act  # noqa: E402
 
 
 def params(*shape, dtype=torch.float64, scale=1.0, grad=True):

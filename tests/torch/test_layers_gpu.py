@@ -23,12 +23,7 @@ def rel(x, ref):
     return float((x - ref).norm() / ref.norm())
 
 
-def ref_act(y, act):
-    if act == "relu":
-        return torch.relu(y)
-    if act == "gelu":
-        return F.gelu(y, approximate="tanh")
-    return y
+from tests.references import torch_activation as ref_act  # noqa: E402
 
 
 @pytest.fixture
