@@ -204,9 +204,12 @@ class Results:
                  "| case | implementation | metric | value | unit | target |",
                  "|---|---|---|---:|---|---|"]
         for r in self.rows:
-            tgt = r.get("target")
+            tgt, most = r.get("target"), r.get("target_max")
+            goal = "" if tgt is None else f"≥ {tgt:.3g}"
+            if most is not None:  # a time or a cost: at most this
+                goal = f"≤ {most:.3g}"
             lines.append(f"| {r['case']} | {r['impl']} | {r['metric']} | {r['value']:.4g} | "
-                         f"{r['unit']} | {'' if tgt is None else f'≥ {tgt:.3g}'} |")
+                         f"{r['unit']} | {goal} |")
         return "\n".join(lines) + "\n"
 
     def _plot(self, path: str) -> str | None:
