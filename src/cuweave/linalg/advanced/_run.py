@@ -75,7 +75,8 @@ def build_run(mm):
                    for k in bind.inputs)
     outputs = _output_steps(mm)
     extras = p.c_broadcast or t["fp8"]
-    amax = bool(t["fp8"] and amax_outputs(mm))
+    amax_steps = amax_outputs(mm) if t["fp8"] else ()  # (aux key, descriptor attribute)
+    amax = bool(amax_steps)
     blocking = mm.options.blocking is True and not staged_
     squeezed = () if inplace else p.squeeze  # in place: the result is c itself
     # device operands in a layout cuBLASLt cannot address: a dense copy per run (_fit)
@@ -123,7 +124,7 @@ def build_run(mm):
             if outputs:
                 aux = _bind_outputs(mm, outputs, s, foreign)
             if extras:
-                state = {}
+                state = {"amax_steps": amax_steps}
                 _bind_extras(mm, out, d, s, state)
         if tune is not None:
             return tune(a, b, c, d, (out, aux, state, held))
@@ -266,7 +267,7 @@ def _bind_fp8(mm, state, s) -> None:
             ptr = aux_scale.ptr
         eng.set_pointer(_A.EPILOGUE_AUX_SCALE_POINTER, ptr)
     state["amax"] = []
-    for key, attr in amax_outputs(mm):
+    for key, attr in state["amax_steps"]:  # chosen at plan time (build_run)
         amax = empty(mm._ops["a"], (1,), "float32", device_id=mm._device_id, stream=s)
         ptr = eng.device_buffer(key, 4, s) if mm._host else amax.ptr
         state["amax"].append((key, amax, ptr))

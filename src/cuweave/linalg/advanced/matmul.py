@@ -116,6 +116,7 @@ class Matmul(StatefulObject):
     _fast_run = None  # _run where no optional step applies (execute() calls it unchecked)
     _fast = None  # _fast_run while it applies now: operands bound, no fixed stream
     _spare_ops = None  # operand records the function form refills on a cache hit (_function)
+    _from_tune_cache = False  # the plan's algorithms came timed from the autotune cache
 
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
                  quantization_scales=None, options=None, execution=None, stream=None):
@@ -531,7 +532,7 @@ class Matmul(StatefulObject):
         if self._on_cpu:
             self._log.info("autotune: nothing to tune on the CPU (one NumPy BLAS algorithm)")
             return list(self._algorithms)
-        if getattr(self, "_from_tune_cache", False):
+        if self._from_tune_cache:
             self._log.info("autotune: the plan's algorithms come timed from the autotune cache")
             if prune is not None:
                 self._algorithms = self._algorithms[:prune]
