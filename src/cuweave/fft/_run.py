@@ -58,10 +58,7 @@ def build_run(f):
         alloc = pkg.result_allocator(spec.out_shape, spec.out_dtype, spec.layout.out_perm,
                                      device_id)
     c2r_copy = spec.fft_type == "C2R" and not staged
-    # cuFFT's R2C refuses (CUFFT_INVALID_VALUE) a real input not aligned to its complex
-    # element: such an input (a view at an odd offset) is transformed from an aligned copy
-    r2c_align = 2 * ITEMSIZE[spec.dtype] if (
-        spec.fft_type == "R2C" and not staged and not inplace) else 0
+    r2c_align = _r2c_copy_alignment(spec)
     in_bytes = nbytes(spec.shape, spec.dev_strides, spec.dtype)
     out_bytes = nbytes(spec.out_shape, spec.layout.out_strides, spec.out_dtype)
     exec_bare, handle, set_stream = plan.exec_bare, plan.handle, plan.set_stream
@@ -144,6 +141,15 @@ def build_run(f):
     return run
 
 
+def _r2c_copy_alignment(spec) -> int:
+    """The alignment (bytes) below which a device R2C input is transformed from a copy, or 0.
+    cuFFT's R2C refuses (CUFFT_INVALID_VALUE) a real input not aligned to its complex element,
+    e.g. a view at an odd element offset."""
+    if spec.fft_type == "R2C" and not spec.staged and not spec.inplace:
+        return 2 * ITEMSIZE[spec.dtype]
+    return 0
+
+
 def allocate_buffers(f) -> None:
     """Allocate at plan time the buffers the run would otherwise allocate on its first call:
     the work area, and the input copy of a C2R transform (cuFFT overwrites its input) or of
@@ -160,9 +166,8 @@ def allocate_buffers(f) -> None:
         plan.set_work_area(bufs.get("work", plan.workspace_size, s))
     if spec.staged:
         return
-    align = 2 * ITEMSIZE[spec.dtype]
-    if spec.fft_type == "C2R" or (spec.fft_type == "R2C" and not spec.inplace and
-                                  f._in_ptr is not None and f._in_ptr % align):
+    align = _r2c_copy_alignment(spec)
+    if spec.fft_type == "C2R" or (align and f._in_ptr is not None and f._in_ptr % align):
         bufs.get("copy_in", nbytes(spec.shape, spec.dev_strides, spec.dtype), s)
 
 
