@@ -168,3 +168,12 @@ def test_torch_stream_ops_take_0_as_the_default_stream(monkeypatch, current):
         want = [] if stream == current else [stream] * 3
         assert fake.entered == want
     assert 0 not in fake.external and t.scaled == 2.0
+
+
+def test_new_axis_of_an_unindexable_object_names_the_parameter():
+    from cuweave._internal.errors import UnsupportedLayoutError
+
+    with pytest.raises(UnsupportedLayoutError, match=r"^c must be a matrix or a 1-D array "
+                                                     r"viewable as one .* shape \(M, 1\)"):
+        packages.GENERIC.new_axis(object(), 1, "c")
+    assert packages.NUMPY.new_axis(__import__("numpy").arange(3), 0, "c").shape == (1, 3)

@@ -177,14 +177,15 @@ class Adapter:
         """The view of ``obj`` with its axes in ``axes`` order (NumPy's ``transpose``)."""
         return obj.transpose(axes)
 
-    def new_axis(self, obj, axis: int):
+    def new_axis(self, obj, axis: int, name: str = "operand"):
         """The view of the 1-D ``obj`` with a unit axis inserted at ``axis`` (0 or 1)."""
         try:
             return obj[None, :] if axis == 0 else obj[:, None]
         except Exception as e:  # a foreign DLPack/CAI object without NumPy indexing
             raise UnsupportedLayoutError(
-                f"a 1-D {self.name} operand must be viewable as a matrix (NumPy-style "
-                f"indexing), got {type(obj).__name__}: pass it with shape (M, 1)") from e
+                f"{name} must be a matrix or a 1-D array viewable as one (NumPy-style "
+                f"indexing), got a 1-D {type(obj).__name__}: pass it with shape "
+                f"{'(1, N)' if axis == 0 else '(M, 1)'}") from e
 
     def from_numpy(self, arr: np.ndarray):
         """A host result computed in NumPy, as the package's host array."""

@@ -301,7 +301,7 @@ class Matmul(StatefulObject):
                 f"c shape must be ({'N' if row else 'M'},)=({want},) for a 1-D c (added to "
                 f"every {'row' if row else 'column'} of the result), or a matrix of the "
                 f"result's shape, got {c.shape!r}")
-        view = self._adapter.new_axis(c.obj, 0 if row else 1)
+        view = self._adapter.new_axis(c.obj, 0 if row else 1, "c")
         return wrap_operand(view, "c")
 
     def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
