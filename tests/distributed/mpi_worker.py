@@ -8,16 +8,35 @@ and, on process 0, a closing ``N passed, M failed`` line; it exits non-zero on a
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import traceback
+from types import SimpleNamespace
 
+import mpi_gpu_checks  # noqa: F401 - registers the GPU groups (gpu_*)
 import numpy as np
+from _mpi_common import (  # tests/distributed: the script's folder, first on sys.path
+    CHECKS,
+    COMM,
+    RANK,
+    P,
+    block,
+    check,
+    close,
+    expect,
+    grids,
+    rand,
+    random_tiling,
+)
 from mpi4py import MPI
 
 import cuweave.distributed as dist
 from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
 from cuweave.distributed import NotSupportedError, UnsupportedMemorySpaceError
+from cuweave.distributed._backend import HOST, ExchangePlan, NumpyOps
+from cuweave.distributed._distributions import Layout
+from cuweave.distributed._gpu import nccl_transport
 from cuweave.distributed.distribution import (
     BindDistributionError,
     BlockCyclic,
@@ -29,48 +48,6 @@ from cuweave.distributed.distribution import (
     redistribute,
 )
 from cuweave.distributed.linalg.advanced import Matmul, matmul, matrix_qualifiers_dtype
-
-COMM = MPI.COMM_WORLD
-RANK, P = COMM.Get_rank(), COMM.Get_size()
-CHECKS: dict[str, list] = {}
-
-
-def check(group):
-    def deco(fn):
-        CHECKS.setdefault(group, []).append(fn)
-        return fn
-    return deco
-
-
-def block(x, dist_or_sets, rank=RANK):
-    sets = dist_or_sets if isinstance(dist_or_sets, tuple) else \
-        dist_or_sets._index_sets(rank, P, x.shape)
-    return np.ascontiguousarray(x[np.ix_(*sets)])
-
-
-def rand(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def close(got, want, dtype, what):
-    tol = 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
-    scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
-    err = float(np.abs(got - want).max()) / scale if want.size else 0.0
-    assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
-
-
-def expect(exc_type, fn, *args, **kwargs):
-    try:
-        fn(*args, **kwargs)
-    except exc_type as e:
-        return e
-    raise AssertionError(f"{getattr(fn, '__name__', fn)} did not raise {exc_type.__name__}")
-
 
 SHAPES = [(13,), (16,), (8, 12), (9, 7), (3, 5, 4), (6, 5, 4), (9, 8, 7)]
 
@@ -163,26 +140,6 @@ def box_distributions():
           np.complex128, "box rfft")
 
 
-def random_tiling(shape, seed):
-    """Every process's Box of a random grid tiling of ``shape`` with random uneven cuts."""
-    rng = np.random.default_rng(seed)
-    grid = [1] * len(shape)
-    left = P
-    for f in (2, 2, 3, 5, 7):  # spread P's small prime factors over random axes
-        while left % f == 0:
-            grid[int(rng.integers(len(shape)))] *= f
-            left //= f
-    grid[int(rng.integers(len(shape)))] *= left
-    cuts = [np.sort(np.concatenate(([0, n], rng.integers(0, n + 1, g - 1))))
-            for n, g in zip(shape, grid)]
-    boxes = []
-    for r in range(P):
-        pos = np.unravel_index(r, grid)
-        boxes.append(Box([int(c[i]) for c, i in zip(cuts, pos)],
-                         [int(c[i + 1]) for c, i in zip(cuts, pos)]))
-    return boxes
-
-
 @check("fft_boxes")
 def random_box_tilings_in_and_out():
     for seed, shape in enumerate([(11,), (7, 9), (6, 5, 4), (8, 3, 5), (12, 10)]):
@@ -264,13 +221,6 @@ def redistribute_boxes_legacy_reshape_and_stateful():
 
 
 # ---- matmul --------------------------------------------------------------------------------
-def grids():
-    if P == 4:
-        return [ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.COL_MAJOR),
-                ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.ROW_MAJOR)]
-    return [ProcessGrid(shape=(P, 1))]
-
-
 @check("matmul")
 def matmul_every_distribution_and_dtype():
     m, n, k = 10, 7, 9
@@ -380,8 +330,12 @@ def gpu_operands_raise_typed_errors():
     expect(NotImplementedError, redistribute, FakeDeviceArray(), Slab.X, Slab.Y)
     expect(UnsupportedMemorySpaceError, matmul, FakeDeviceArray(), FakeDeviceArray(),
            distributions=[Slab.X, Slab.Y, Slab.X])
-    expect(UnsupportedMemorySpaceError, dist.allocate_symmetric_memory, (2, 2), np,
-           memory_space="cuda")
+    expect(InvalidOptionError, dist.allocate_symmetric_memory, (2, 2), np, memory_space="cuda")
+    if P > 1:  # one process's GPU operand fails on every process, before any exchange
+        x = block(rand((8, 6), np.complex128, 23), Slab.X)
+        e = expect(UnsupportedMemorySpaceError, dist.fft.fft,
+                   FakeDeviceArray() if RANK == 0 else x, distribution=Slab.X)
+        assert RANK == 0 or "process 0" in str(e), str(e)
 
 
 @check("errors")
@@ -391,13 +345,100 @@ def initialize_twice_and_context():
     expect(InvalidStateError, dist.initialize, None, COMM)
 
 
+# ---- the GPU plane's exchange logic, on host memory ----------------------------------------
+class DeviceStyleOps(NumpyOps):
+    """NumPy operations under the GPU plane's rule (receive in place only into C-contiguous
+    views), with the addresses NCCL would be handed."""
+
+    @staticmethod
+    def view(out, idx):
+        v = NumpyOps.view(out, idx)
+        return v if v is not None and v.flags.c_contiguous else None
+
+    @staticmethod
+    def pointer(x):
+        return x.ctypes.data
+
+    @staticmethod
+    def nbytes(x):
+        return x.nbytes
+
+
+class MpiAsNccl:
+    """Stands for the NCCL binding: queues raw-address sends/receives between group_start and
+    group_end, then runs them as MPI point-to-point transfers."""
+
+    def __init__(self):
+        self.queue, self.groups = None, []
+
+    def group_start(self):
+        assert self.queue is None, "nested group"
+        self.queue = []
+
+    def send(self, ptr, nbytes, peer, comm, stream):
+        self.queue.append((True, ptr, nbytes, peer))
+
+    def recv(self, ptr, nbytes, peer, comm, stream):
+        self.queue.append((False, ptr, nbytes, peer))
+
+    def group_end(self, comm):
+        reqs = []
+        for is_send, ptr, nbytes, peer in self.queue:
+            buf = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+            reqs.append(COMM.Isend(buf, dest=peer, tag=18) if is_send else
+                        COMM.Irecv(buf, source=peer, tag=18))
+        MPI.Request.Waitall(reqs)
+        self.groups.append([(s, n, peer) for s, _, n, peer in self.queue])
+        self.queue = None
+
+
+@check("planner")
+def gpu_style_exchange_matches_the_host_one():
+    group = dist.get_context().process_group
+    grid = grids()[0]
+    cases = [((11, 7), Slab.X, Slab.Y), ((5, 9, 4), Slab.Y, Slab.Z), ((9, 6, 5), Slab.X, Slab.Y),
+             ((10, 9), BlockCyclic(grid, (2, 3)), Slab.X), ((3, 2), Slab.X, Slab.Y),
+             ((10, 9), Slab.Y, BlockCyclic(grid, (3, 2), first_process=(grid.shape[0] - 1, 0))),
+             ((7, 9), "boxes", "boxes"), ((6, 5, 4), "boxes", Slab.X)]
+    for seed, (shape, din, dout) in enumerate(cases):
+        layouts = []
+        for k, d in enumerate((din, dout)):
+            if d == "boxes":
+                boxes = random_tiling(shape, 400 + 2 * seed + k)
+                layouts.append(Layout.of(boxes[0], shape, P, boxes=boxes))
+            else:
+                layouts.append(Layout.of(d, shape, P))
+        plan = ExchangePlan(layouts[0], layouts[1], RANK)
+        for dtype in (np.complex64, np.float64, np.int16):
+            x = (rand(shape, np.float64, 40 + seed) * 100).astype(dtype)
+            local = block(x, layouts[0].sets[RANK])
+            api = MpiAsNccl()
+            transport = nccl_transport(SimpleNamespace(ptr=0xC0FFEE), 0, DeviceStyleOps, api)
+            for src in (local, np.asfortranarray(local)):  # strided input: packed on send
+                got = plan.execute(group, src, DeviceStyleOps, transport)
+                want = HOST.exchange(group, plan, src)
+                assert np.array_equal(got, want) and got.dtype == dtype, (shape, din, dout)
+                assert np.array_equal(got, block(x, layouts[1].sets[RANK])), (shape, din, dout)
+            peers = plan.peers
+            for moves in api.groups:  # one group per exchange, each peer's block once
+                assert sorted(p for s, n, p in moves if s) == sorted(
+                    p for p in peers if plan.sends[p] is not None)
+                assert all(n > 0 for _, n, _ in moves)
+
+
 def main(groups):
     expected = int(os.environ.get("CUWEAVE_TEST_NPROCS", P))
     if P != expected:  # an mpiexec of another MPI than mpi4py's starts P singletons
         print(f"FAIL: {P} processes in COMM_WORLD, {expected} expected (mpiexec and mpi4py "
               "must come from the same MPI)", flush=True)
         return 1
-    dist.initialize(None, COMM)
+    gpu = any(g.startswith("gpu") for g in groups)
+    if gpu:
+        device = mpi_gpu_checks.start()  # this process's GPU: rank % device count
+        backends = [b for b in os.environ.get("CUWEAVE_TEST_BACKENDS", "").split(",") if b]
+        dist.initialize(device, COMM, backends=backends or None)
+    else:
+        dist.initialize(None, COMM)
     passed = failed = 0
     for group in groups:
         for fn in CHECKS[group]:
@@ -416,4 +457,4 @@ def main(groups):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or list(CHECKS)))
+    sys.exit(main(sys.argv[1:] or [g for g in CHECKS if not g.startswith("gpu")]))

@@ -20,6 +20,7 @@ __all__ = [
     "CufftError",
     "NvrtcError",
     "CudaDriverError",
+    "NcclError",
 ]
 
 
@@ -177,3 +178,32 @@ class CudaDriverError(LibraryError):
         if name:
             self._names = {int(status): name}
         super().__init__(status, function, hint)
+
+
+class NcclError(LibraryError):
+    """An NCCL call returned a result other than ``ncclSuccess`` (``cuweave.distributed``'s GPU
+    data plane)."""
+
+    library = "NCCL"
+    _names = {
+        0: "ncclSuccess",
+        1: "ncclUnhandledCudaError",
+        2: "ncclSystemError",
+        3: "ncclInternalError",
+        4: "ncclInvalidArgument",
+        5: "ncclInvalidUsage",
+        6: "ncclRemoteError",
+        7: "ncclInProgress",
+    }
+    _hints = {
+        "ncclUnhandledCudaError": "a CUDA call inside NCCL failed (out of memory, or a bad "
+        "device/stream); rerun with NCCL_DEBUG=WARN for NCCL's own message",
+        "ncclSystemError": "a system call failed (shared memory, sockets): check /dev/shm size "
+        "and the network interfaces NCCL may use (NCCL_SOCKET_IFNAME); NCCL_DEBUG=WARN says more",
+        "ncclInternalError": "NCCL hit an internal error; rerun with NCCL_DEBUG=WARN",
+        "ncclInvalidArgument": "a pointer, count, peer or communicator passed to NCCL is invalid",
+        "ncclInvalidUsage": "NCCL was used wrongly (e.g. two processes on one GPU, or processes "
+        "that did not make the same calls); every process must call the same distributed "
+        "operations with one GPU each",
+        "ncclRemoteError": "another process failed or exited (a remote peer's error)",
+    }

@@ -4,7 +4,10 @@
 Run a program under ``mpiexec -n P``; every process calls :func:`initialize` once, then the
 same distributed calls with its own local arrays. Operands select the data plane: host arrays
 (NumPy, CPU torch) run on CPU ranks with MPI all-to-all exchanges and cuweave's CPU FFT/GEMM
-engines. GPU operands raise :class:`UnsupportedMemorySpaceError` in this build.
+engines; GPU operands (CuPy arrays, CUDA torch tensors on the ``device_id`` given to
+:func:`initialize`, one GPU per process) move between processes with NCCL grouped send/recv
+and run on cuweave's cuFFT/cuBLASLt engines, on the package's current stream. Both planes share
+one exchange planner.
 
 ``import cuweave.distributed`` needs no mpi4py; :func:`initialize` does (``cuweave[distributed]``).
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 
+from .._internal.errors import NcclError
 from ._errors import CollectiveError, NotSupportedError, UnsupportedMemorySpaceError
 from ._runtime import (
     DistributedContext,
@@ -47,6 +51,7 @@ __all__ = [
     "UnsupportedMemorySpaceError",
     "CollectiveError",
     "NotSupportedError",
+    "NcclError",
     "distribution",
     "fft",
     "reshape",

@@ -1,12 +1,16 @@
-"""Data planes, one per memory space, chosen from the operands.
+"""Data planes, one per memory space, chosen from the operands; one exchange planner for both.
 
 ``backend_for(operands)`` looks at where the operands live and returns the backend that moves
 and computes on that memory: :class:`HostBackend` (NumPy arrays and CPU torch tensors; MPI
-all-to-all exchanges and the CPU FFT/GEMM engines) today. GPU operands (CuPy arrays, CUDA torch
-tensors, anything exposing ``__cuda_array_interface__``) raise
-:class:`~cuweave.distributed.UnsupportedMemorySpaceError` until the GPU backend (cuFFTMp /
-cuBLASMp or NCCL all-to-all with per-rank cuFFT/cuBLASLt) plugs in beside this one with the
-same methods: ``wrap``, ``unwrap``, ``empty``, ``exchange``, ``fft_local``, ``matmul_local``.
+all-to-all exchanges and the CPU FFT/GEMM engines) or, for GPU operands (CuPy arrays, CUDA torch
+tensors), ``_gpu.GpuBackend`` (NCCL grouped send/recv and cuweave's cuFFT/cuBLASLt engines).
+Both have the same methods: ``unwrap``, ``wrap``, ``dtype_str``, ``exchange``, ``fft_local``,
+``matmul_local`` and the few array operations the distributed matmul needs.
+
+Every data movement is an :class:`ExchangePlan`: which global indices this process sends to and
+receives from every other, computed once from two layouts. Executing it is parametrized by the
+array operations (:class:`NumpyOps` here; torch/CuPy ones in ``_gpu``) and by the transport
+(:func:`mpi_alltoallv` here; NCCL in ``_gpu``): one planner, two transports.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._internal.errors import InvalidOperandError
-from ._errors import UnsupportedMemorySpaceError
 
 if TYPE_CHECKING:
     from ._distributions import Layout
 
-__all__ = ["memory_space", "backend_for", "HostBackend", "ExchangePlan"]
+__all__ = ["memory_space", "backend_for", "HostBackend", "ExchangePlan", "NumpyOps",
+           "mpi_alltoallv"]
 
 
 def memory_space(x) -> str:
@@ -46,10 +50,9 @@ def backend_for(operands, what: str):
         raise InvalidOperandError(f"{what} operands must all live in one memory space, got "
                                   f"{sorted(spaces)}")
     if spaces == {"cuda"}:
-        raise UnsupportedMemorySpaceError(
-            f"{what}: GPU operands are not supported by cuweave.distributed yet (its GPU data "
-            "plane, cuFFTMp/cuBLASMp or NCCL, is not built); pass host arrays (NumPy, CPU "
-            "torch), which run on CPU ranks over MPI")
+        from ._gpu import GPU
+
+        return GPU
     return HOST
 
 
@@ -62,16 +65,89 @@ def _axis_index(pos: np.ndarray):
     return pos
 
 
-def _block(positions):
-    idx = [_axis_index(p) for p in positions]
-    if all(isinstance(i, slice) for i in idx):
-        return tuple(idx)
-    return np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
+def axis_indices(positions) -> list:
+    """Per axis: a ``slice`` for a contiguous run of positions, else the int64 position array."""
+    return [_axis_index(np.asarray(p, dtype=np.int64)) for p in positions]
+
+
+class NumpyOps:
+    """The array operations :meth:`ExchangePlan.execute` needs, on NumPy arrays.
+
+    An index (from :meth:`index`) is what the package indexes a block with; ``take`` returns a
+    C-contiguous block, ``view`` a writable view of a block or ``None`` (then the plan receives
+    into a fresh block and ``put``s it), ``put`` writes a block.
+    """
+
+    name = "numpy"
+
+    @staticmethod
+    def key(like) -> tuple:
+        return ("numpy",)
+
+    @staticmethod
+    def index(positions, like):
+        idx = axis_indices(positions)
+        if all(isinstance(i, slice) for i in idx):
+            return tuple(idx)
+        return np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
+
+    @staticmethod
+    def empty(like, shape):
+        return np.empty(shape, like.dtype)
+
+    @staticmethod
+    def take(x, idx):
+        return np.ascontiguousarray(x[idx])
+
+    @staticmethod
+    def view(out, idx):
+        return out[idx] if all(isinstance(i, slice) for i in idx) else None
+
+    @staticmethod
+    def put(out, idx, block) -> None:
+        out[idx] = block
+
+    @staticmethod
+    def copy(out, out_idx, x, x_idx) -> None:
+        out[out_idx] = x[x_idx]
+
+
+def mpi_alltoallv(group, sends, recvs) -> None:
+    """The host transport: one ``alltoallv`` of bytes over the process group (collective).
+
+    ``sends``/``recvs`` are ``[(peer, array)]`` in increasing peer order; sent arrays are
+    C-contiguous, received ones are filled (they may be strided views).
+    """
+    n = group.nranks
+    send_counts, recv_counts, parts = [0] * n, [0] * n, []
+    for peer, block in sends:
+        part = block.reshape(-1).view(np.uint8)
+        parts.append(part)
+        send_counts[peer] = part.size
+    for peer, block in recvs:
+        recv_counts[peer] = block.size * block.dtype.itemsize
+    send = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    recv = np.empty(sum(recv_counts), np.uint8)
+    group.alltoallv_bytes(send, send_counts, recv, recv_counts)
+    offset = 0
+    for peer, block in recvs:
+        count = recv_counts[peer]
+        block[...] = recv[offset:offset + count].view(block.dtype).reshape(block.shape)
+        offset += count
 
 
 class ExchangePlan:
     """What process ``rank`` sends to and receives from every process to go from ``src`` to
-    ``dst``. ``src`` must partition the global array; ``dst`` may replicate blocks."""
+    ``dst``. ``src`` must partition the global array; ``dst`` may replicate blocks.
+
+    Attributes
+    ----------
+    sends, recvs : list
+        Per peer: the positions (per axis, in this process's source / destination block) of
+        the elements sent to / received from that peer, or ``None``.
+    dst_shape : tuple of int
+        This process's destination block shape.
+    """
 
     def __init__(self, src: Layout, dst: Layout, rank: int):
         if src.global_shape != dst.global_shape:
@@ -84,35 +160,50 @@ class ExchangePlan:
         for peer in range(len(src.sets)):
             self.sends.append(_overlap(mine_src, dst.sets[peer], 1))
             self.recvs.append(_overlap(src.sets[peer], mine_dst, 2))
+        self._indices: dict = {}
 
-    def execute(self, group, local: np.ndarray) -> np.ndarray:
-        itemsize = local.dtype.itemsize
-        out = np.empty(self.dst_shape, local.dtype)
-        send_parts, send_counts, recv_counts = [], [], []
-        for peer, (spos, rpos) in enumerate(zip(self.sends, self.recvs)):
+    @property
+    def peers(self) -> list[int]:
+        """The other processes this one exchanges any data with."""
+        return [p for p, (s, r) in enumerate(zip(self.sends, self.recvs))
+                if p != self.rank and (s is not None or r is not None)]
+
+    def indices(self, ops, like) -> list:
+        """Per peer ``(send index, receive index)`` in ``ops``' form (built once per key)."""
+        key = ops.key(like)
+        idx = self._indices.get(key)
+        if idx is None:
+            idx = self._indices[key] = [
+                (None if s is None else ops.index(s, like), None if r is None else
+                 ops.index(r, like)) for s, r in zip(self.sends, self.recvs)]
+        return idx
+
+    def execute(self, group, local, ops=NumpyOps, transport=mpi_alltoallv):
+        """This process's destination block from its source block ``local`` (collective).
+
+        ``ops`` supplies the array operations (allocation, packing, unpacking) and
+        ``transport(group, sends, recvs)`` moves the packed blocks; it is called on every
+        process when there is more than one, even with nothing to move.
+        """
+        out = ops.empty(local, self.dst_shape)
+        sends, recvs, pending = [], [], []
+        for peer, (sidx, ridx) in enumerate(self.indices(ops, local)):
             if peer == self.rank:
-                if spos is not None:
-                    out[_block(rpos)] = local[_block(spos)]
-                send_counts.append(0)
-                recv_counts.append(0)
+                if sidx is not None:
+                    ops.copy(out, ridx, local, sidx)
                 continue
-            if spos is None:
-                send_counts.append(0)
-            else:
-                part = np.ascontiguousarray(local[_block(spos)]).reshape(-1).view(np.uint8)
-                send_parts.append(part)
-                send_counts.append(part.size)
-            recv_counts.append(0 if rpos is None else math.prod(map(len, rpos)) * itemsize)
+            if sidx is not None:
+                sends.append((peer, ops.take(local, sidx)))
+            if ridx is not None:
+                target = ops.view(out, ridx)
+                if target is None:
+                    target = ops.empty(local, tuple(map(len, self.recvs[peer])))
+                    pending.append((ridx, target))
+                recvs.append((peer, target))
         if group.nranks > 1:
-            send = np.concatenate(send_parts) if send_parts else np.zeros(0, np.uint8)
-            recv = np.empty(sum(recv_counts), np.uint8)
-            group.alltoallv_bytes(send, send_counts, recv, recv_counts)
-            offset = 0
-            for rpos, count in zip(self.recvs, recv_counts):
-                if count:
-                    shape = tuple(map(len, rpos))
-                    out[_block(rpos)] = recv[offset:offset + count].view(local.dtype).reshape(shape)
-                    offset += count
+            transport(group, sends, recvs)
+        for ridx, block in pending:
+            ops.put(out, ridx, block)
         return out
 
 
@@ -134,11 +225,20 @@ class HostBackend:
     name = "cpu"
 
     @staticmethod
-    def unwrap(x):
+    def unwrap(x, name: str = "operand"):
         """``(numpy_array, package)``."""
         if isinstance(x, np.ndarray):
             return x, "numpy"
-        return x.numpy(), "torch"
+        try:
+            return x.numpy(), "torch"
+        except TypeError:  # e.g. bfloat16, which NumPy has no dtype for
+            raise InvalidOperandError(
+                f"{name} must have a dtype NumPy holds (host operands), got {x.dtype}") from None
+
+    @staticmethod
+    def dtype_str(array) -> str:
+        """The dtype as NumPy's ``dtype.str`` (what the processes compare)."""
+        return array.dtype.str
 
     @staticmethod
     def wrap(array: np.ndarray, package: str):
@@ -151,7 +251,7 @@ class HostBackend:
 
     @staticmethod
     def exchange(group, plan: ExchangePlan, local: np.ndarray) -> np.ndarray:
-        return plan.execute(group, local)
+        return plan.execute(group, local, NumpyOps, mpi_alltoallv)
 
     @staticmethod
     def fft_local(kind: str, x: np.ndarray, axes, out_shape, out_dtype, last_axis_parity="even"):
@@ -176,6 +276,23 @@ class HostBackend:
 
         return matmul(a, b, c=c, alpha=alpha, beta=beta, epilog=epilog,
                       epilog_inputs=epilog_inputs, execution="cpu")
+
+    @staticmethod
+    def op(x, transpose: bool, conjugate: bool):
+        """``x``, ``x.T`` or ``x.conj().T`` (a view where the package allows)."""
+        if not transpose:
+            return x
+        return (x.conj() if conjugate else x).T
+
+    @staticmethod
+    def zeros_like_result(a, b, shape):
+        """A Fortran-ordered zero block of ``shape`` in the type of ``a @ b``."""
+        return np.zeros(shape, np.result_type(a, b), order="F")
+
+    @staticmethod
+    def fortran(x):
+        """``x`` Fortran-ordered (no copy when it already is)."""
+        return np.asfortranarray(x)
 
 
 HOST = HostBackend()

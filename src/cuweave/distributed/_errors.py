@@ -10,8 +10,8 @@ __all__ = ["UnsupportedMemorySpaceError", "NotSupportedError", "BindDistribution
 
 
 class UnsupportedMemorySpaceError(CuweaveError, NotImplementedError):
-    """The operands live in a memory space no distributed backend serves yet (GPU operands:
-    the cuFFTMp/cuBLASMp/NCCL backend is not built yet; only host arrays run today)."""
+    """The operands live in a memory space no distributed backend serves (GPU arrays other
+    than CuPy arrays and CUDA torch tensors)."""
 
 
 class NotSupportedError(CuweaveError, NotImplementedError):

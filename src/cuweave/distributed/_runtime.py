@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._internal.errors import (
@@ -106,8 +106,12 @@ class DistributedContext:
         The participating processes.
     communicator : mpi4py.MPI.Comm
         Their MPI communicator.
-    nvshmem_available, nccl_comm
-        As nvmath-python; the GPU backends are not started by this build (``False``/``None``).
+    nvshmem_available : bool
+        ``False``: the GPU data plane is NCCL's (see docs/DESIGN.md), NVSHMEM is never started.
+    nccl_comm : int or None
+        The address of this process's NCCL communicator (``ncclComm_t``) once made: at
+        :func:`initialize` with ``backends`` naming ``'nccl'`` on a GPU process, else at the
+        first exchange between GPU operands; ``None`` before and on CPU-only ranks.
     backends : tuple of str
         The backends asked for at :func:`initialize`.
     """
@@ -116,8 +120,13 @@ class DistributedContext:
     process_group: ProcessGroup
     communicator: Any
     nvshmem_available: bool
-    nccl_comm: Any | None
     backends: tuple[str, ...] = ()
+    _gpu: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def nccl_comm(self) -> int | None:
+        comm = self._gpu.get("nccl")
+        return comm.ptr if comm is not None and comm.ptr else None
 
     @property
     def rank(self) -> int:
@@ -163,12 +172,16 @@ def initialize(device_id, communicator=None, backends=None) -> None:
     Parameters
     ----------
     device_id : int or None
-        The CUDA device of this process. EXT: ``None`` declares a CPU-only rank (host operands
-        only); an int is recorded and no CUDA call is made until a GPU operand is used.
+        The CUDA device of this process (one process per GPU, as NCCL requires); GPU operands
+        must live there. EXT: ``None`` declares a CPU-only rank (host operands only). Without
+        ``backends=['nccl']`` no CUDA call is made until a GPU operand is used.
     communicator : mpi4py.MPI.Comm or ProcessGroup, optional
         The participating processes (default ``MPI.COMM_WORLD``).
     backends : sequence of {'nvshmem', 'nccl'}, optional
-        GPU communication backends (recorded; host operands need none).
+        GPU communication backends. With ``'nccl'`` and a GPU on every process the NCCL
+        communicator is made here; otherwise at the first exchange between GPU operands.
+        ``'nvshmem'`` is accepted and not started (the GPU data plane is NCCL's). Host
+        operands need none.
 
     Raises
     ------
@@ -198,16 +211,50 @@ def initialize(device_id, communicator=None, backends=None) -> None:
             _atexit_registered = True
         _ctx = DistributedContext(device_id=device_id, process_group=group,
                                   communicator=getattr(group, "communicator", None),
-                                  nvshmem_available=False, nccl_comm=None, backends=backends)
+                                  nvshmem_available=False, backends=backends)
+        ctx = _ctx
     _log.info("initialized: rank %d of %d, device %s, backends %s", group.rank, group.nranks,
               device_id, backends)
+    if "nccl" in backends and group.nranks > 1:
+        _start_nccl(ctx)
+
+
+def _gpu_ready(device_id) -> bool:
+    if device_id is None:
+        return False
+    try:
+        from .._internal import cuda
+
+        return cuda.is_available() and device_id < cuda.device_count()
+    except Exception:  # no cuda-bindings, no driver: NCCL starts lazily or never
+        return False
+
+
+def _start_nccl(ctx: DistributedContext) -> None:
+    """Make the NCCL communicator now when every process has a usable GPU (collective)."""
+    ready = agree(ctx.process_group, _gpu_ready, ctx.device_id)
+    if not all(ready):
+        _log.info("backends name 'nccl' but not every process has a GPU: NCCL starts at the "
+                  "first exchange between GPU operands")
+        return
+    from ._gpu import communicator
+
+    try:
+        communicator(ctx)
+    except BaseException:
+        finalize()
+        raise
 
 
 def finalize() -> None:
-    """Stop the distributed runtime (called at exit when still initialized)."""
+    """Stop the distributed runtime (called at exit when still initialized); releases the NCCL
+    communicator (collective when there is one)."""
     global _ctx
     with _lock:
-        _ctx = None
+        ctx, _ctx = _ctx, None
+    comm = None if ctx is None else ctx._gpu.pop("nccl", None)
+    if comm is not None:
+        comm.close()
 
 
 def get_context() -> DistributedContext | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import numpy as np
+
 from .._internal.errors import InvalidOperandError, InvalidOptionError
 from .._internal.options import coerce_options  # noqa: F401 - the one coercion, re-exported
 from ._backend import backend_for
@@ -17,7 +19,7 @@ from ._distributions import Box, Distribution, Layout
 from ._errors import BindDistributionError
 
 __all__ = ["coerce_distribution", "LocalOperand", "local_operand", "check_same", "resolve_layout",
-           "coerce_options"]
+           "coerce_options", "dtype_name", "check_same_space"]
 
 
 def coerce_distribution(value, name: str) -> Distribution:
@@ -45,15 +47,31 @@ class LocalOperand:
     backend: object = dataclasses.field(repr=False, default=None)
 
     def describe(self):
-        return (self.shape, self.dtype, self.package)
+        """``(shape, dtype, package, memory space)``: what the processes compare."""
+        return (self.shape, self.dtype, self.package, self.backend.name)
 
 
 def local_operand(x, name: str, what: str) -> LocalOperand:
+    """Check ``x`` (an array in a supported package, on this process's device) and describe it."""
     if x is None:
         raise InvalidOperandError(f"{name} must be an array, got None")
     backend = backend_for([x], what)
-    arr, package = backend.unwrap(x)
-    return LocalOperand(arr, package, tuple(arr.shape), arr.dtype.str, backend)
+    arr, package = backend.unwrap(x, name)
+    return LocalOperand(arr, package, tuple(arr.shape), backend.dtype_str(arr), backend)
+
+
+def dtype_name(dtype: str) -> str:
+    """NumPy's name of a dtype string (``'<c8'`` -> ``'complex64'``), or the string itself when
+    NumPy has no such dtype (``'bfloat16'`` of a torch tensor)."""
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return dtype
+
+
+def check_same_space(descs: list, name: str = "operand") -> None:
+    """Raise unless every process's operand lives in one memory space (CPU or GPU)."""
+    check_same(descs, 3, f"{name} memory space ('cpu' or 'cuda')")
 
 
 def check_same(gathered: list, index: int, name: str) -> None:

@@ -1,12 +1,13 @@
-"""Symmetric-memory helpers. On CPU ranks every process's memory is its own: these allocate
-and release ordinary host arrays, so programs written for the GPU's symmetric heap run."""
+"""Symmetric-memory helpers. cuweave's data planes never need a symmetric heap (CPU ranks move
+data with MPI, GPU ranks with NCCL point-to-point transfers between ordinary allocations): these
+allocate and release ordinary arrays, host or device (the package's own pool, on this process's
+device), so programs written for NVSHMEM's symmetric heap run unchanged."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._internal.errors import InvalidOperandError, InvalidOptionError
-from ._errors import UnsupportedMemorySpaceError
+from .._internal.errors import InvalidOptionError
 from ._runtime import require_context
 
 __all__ = ["allocate_symmetric_memory", "free_symmetric_memory"]
@@ -23,17 +24,21 @@ def _package_name(package) -> str:
 def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", device_id=None,
                               make_symmetric=False, skip_symmetric_check=False, stream=None,
                               memory_space=None):
-    """An uninitialized array of ``shape`` (collective on the GPU; local on CPU ranks).
+    """An uninitialized array of ``shape`` (local: no process waits for another).
 
     Parameters
     ----------
     shape : int or sequence of int
     package : module
-        ``numpy`` (or ``torch`` with ``memory_space="cpu"``). GPU packages raise
-        :class:`~cuweave.distributed.UnsupportedMemorySpaceError` in this build.
+        ``numpy``, ``cupy`` or ``torch``.
     dtype : optional
         Default float64.
     axis_order : {'C', 'F'}
+    device_id : int, optional
+        GPU arrays: the device (default: the one given to
+        :func:`~cuweave.distributed.initialize`).
+    make_symmetric, skip_symmetric_check : bool
+        Accepted for compatibility (no symmetric heap is involved).
     memory_space : {'cpu', 'cuda'}, optional
         EXT: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'`` otherwise).
 
@@ -42,18 +47,31 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
     >>> import numpy as np, cuweave.distributed as dist  # doctest: +SKIP
     >>> a = dist.allocate_symmetric_memory((4, 8), np, dtype=np.complex64)  # doctest: +SKIP
     """
-    require_context()
+    ctx = require_context()
     name = _package_name(package)
     if axis_order not in ("C", "F"):
         raise InvalidOptionError(f"axis_order must be 'C' or 'F', got {axis_order!r}")
     space = memory_space or ("cpu" if name == "numpy" else "cuda")
     if space not in ("cpu", "cuda"):
         raise InvalidOptionError(f"memory_space must be 'cpu' or 'cuda', got {memory_space!r}")
-    if space == "cuda" or name == "cupy":
-        raise UnsupportedMemorySpaceError(
-            "allocate_symmetric_memory: GPU symmetric memory (NVSHMEM) is not supported by "
-            "cuweave.distributed yet; allocate host arrays (package=numpy)")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if (space == "cuda") != (name == "cupy") and name != "torch":
+        raise InvalidOptionError(
+            f"memory_space must be {'cuda' if name == 'cupy' else 'cpu'} for {name} arrays, got "
+            f"{space!r}")
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+               for n in shape):
+        raise InvalidOptionError(f"shape must be non-negative ints, got {shape!r}")
+    shape = tuple(int(n) for n in shape)
+    if space == "cuda":
+        device = ctx.device_id if device_id is None else device_id
+        if not isinstance(device, int) or isinstance(device, bool) or device < 0:
+            raise InvalidOptionError(
+                "device_id must be a non-negative int (or given to initialize) for GPU memory, "
+                f"got {device!r}")
+        from ._gpu import GPU
+
+        return GPU.empty(shape, name, dtype, axis_order, device)
     if name == "torch":
         import torch
 
@@ -63,12 +81,10 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
 
 
 def free_symmetric_memory(*tensors) -> None:
-    """Release arrays from :func:`allocate_symmetric_memory` (host arrays: nothing to do)."""
+    """Release arrays from :func:`allocate_symmetric_memory`: nothing to do (they are ordinary
+    arrays, freed by their package when the last reference goes); the arguments are checked."""
     require_context()
     from ._backend import memory_space
 
     for t in tensors:
-        if memory_space(t) != "cpu":
-            raise InvalidOperandError(
-                "free_symmetric_memory: tensors must be host arrays from "
-                f"allocate_symmetric_memory in this build, got {type(t).__name__} on the GPU")
+        memory_space(t)  # raises InvalidOperandError for anything but an array

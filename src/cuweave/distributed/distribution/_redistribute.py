@@ -11,7 +11,14 @@ from ..._internal.logging import get_logger
 from .._backend import ExchangePlan
 from .._distributions import Box
 from .._runtime import agree, require_context
-from .._spec import check_same, coerce_distribution, coerce_options, local_operand, resolve_layout
+from .._spec import (
+    check_same,
+    check_same_space,
+    coerce_distribution,
+    coerce_options,
+    local_operand,
+    resolve_layout,
+)
 
 __all__ = ["RedistributeOptions", "Redistribute", "redistribute"]
 
@@ -27,7 +34,7 @@ class RedistributeOptions:
     logger : logging.Logger or None
         Logger (default ``cuweave.distributed.redistribute``).
     blocking : {True, 'auto'}
-        Host operands always block.
+        Host operands always block; GPU results are ordered on the package's current stream.
     """
 
     logger: object = None
@@ -47,12 +54,12 @@ class Redistribute:
     Parameters
     ----------
     operand : array
-        This process's local array (host: NumPy or CPU torch).
+        This process's local array (host: NumPy or CPU torch; GPU: CuPy or CUDA torch).
     input_distribution, output_distribution : Distribution or (lower, upper)
         How the global array is split before and after.
     options : RedistributeOptions or dict, optional
     stream : optional
-        Accepted for compatibility (host operands need none).
+        Accepted for compatibility (GPU work runs on the package's current stream).
 
     Examples
     --------
@@ -93,6 +100,7 @@ class Redistribute:
         descs = [g[0] for g in gathered]
         check_same(descs, 1, "operand dtype")
         check_same(descs, 2, "operand package")
+        check_same_space(descs)
         ndims = {len(d[0]) for d in descs}
         if len(ndims) != 1:
             raise InvalidOperandError(f"operand must have one dimensionality on every process, "

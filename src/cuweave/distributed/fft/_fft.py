@@ -24,10 +24,17 @@ import numpy as np
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
 from ...fft import FFTDirection  # one enum for both (cuFFT's values)
-from .._backend import ExchangePlan, backend_for
+from .._backend import ExchangePlan
 from .._distributions import Box, Distribution, Layout, Slab
 from .._runtime import agree, require_context
-from .._spec import check_same, coerce_options, local_operand, resolve_layout
+from .._spec import (
+    check_same,
+    check_same_space,
+    coerce_options,
+    dtype_name,
+    local_operand,
+    resolve_layout,
+)
 
 __all__ = ["FFTDirection", "FFTOptions", "FFT", "fft", "ifft", "rfft", "irfft",
            "allocate_operand"]
@@ -55,7 +62,7 @@ class FFTOptions:
         C2R: the global output length of the last axis is ``2*(m-1)`` or ``2*(m-1)+1``.
     logger : logging.Logger or None
     blocking : {True, 'auto'}
-        Host operands always block.
+        Host operands always block; GPU results are ordered on the package's current stream.
     """
 
     fft_type: Literal["C2C", "C2R", "R2C"] | None = None
@@ -109,11 +116,11 @@ def _direction(direction, fft_type: str) -> FFTDirection:
 
 
 def _fft_type(dtype: str, requested) -> str:
-    is_complex = np.dtype(dtype).kind == "c"
-    if np.dtype(dtype).name not in _COMPLEX:
+    if dtype_name(dtype) not in _COMPLEX:
         raise InvalidOperandError(
             "operand dtype must be float32, float64, complex64 or complex128, got "
-            f"{np.dtype(dtype).name}")
+            f"{dtype_name(dtype)}")
+    is_complex = np.dtype(dtype).kind == "c"
     kind = requested or ("C2C" if is_complex else "R2C")
     if kind == "R2C" and is_complex:
         raise InvalidOperandError(
@@ -142,20 +149,21 @@ class FFT:
     """A planned distributed FFT: construct, :meth:`plan`, :meth:`execute` (repeatedly), free.
 
     Collective: every process makes the same calls. Inputs are checked on all processes before
-    any data moves. Results are new arrays in the operand's package (host operands).
+    any data moves. Results are new arrays in the operand's package, on its device.
 
     Parameters
     ----------
     operand : array
-        This process's local array (NumPy or CPU torch; GPU operands raise
-        :class:`~cuweave.distributed.UnsupportedMemorySpaceError` in this build).
+        This process's local array: NumPy or CPU torch (CPU ranks), CuPy or CUDA torch on the
+        process's device (NCCL exchanges, cuFFT through :mod:`cuweave.fft`).
     distribution : Slab or (input box, output box)
         ``Slab.X`` / ``Slab.Y``: the operand is this process's slab (uneven splits allowed);
         a box pair: this process's input and output boxes, each a
         :class:`~cuweave.distributed.distribution.Box` or a ``(lower, upper)`` pair.
     options : FFTOptions or dict, optional
     stream : optional
-        Accepted for compatibility (host operands need none).
+        Accepted for compatibility: GPU work runs on the package's current stream (enter
+        ``torch.cuda.stream(s)`` / ``with s:`` for another).
 
     Examples
     --------
@@ -204,6 +212,7 @@ class FFT:
         descs = [g[0] for g in gathered]
         check_same(descs, 1, "operand dtype")
         check_same(descs, 2, "operand package")
+        check_same_space(descs)
         check_same(gathered, 2, "options")
         if len({len(d[0]) for d in descs}) != 1:
             raise InvalidOperandError("operand must have one dimensionality on every process")
@@ -326,9 +335,8 @@ class FFT:
             raise InvalidStateError("execute() needs an operand: call reset_operand() first")
         d = _direction(direction, self.fft_type)
         op = self._local
-        backend = backend_for([op.array], "distributed FFT")
-        result = self._run(backend, op.array, d)
-        return backend.wrap(result, op.package)
+        result = self._run(op.backend, op.array, d)
+        return op.backend.wrap(result, op.package)
 
     def _run(self, backend, x, d: FFTDirection):
         cdtype = _COMPLEX[self._dtype.name]
@@ -411,9 +419,9 @@ def allocate_operand(shape, package, *, input_dtype=None, distribution, memory_s
                      fft_type=None, logger=None):
     """An uninitialized local operand of ``shape`` for a distributed FFT.
 
-    On CPU ranks the result is an ordinary host array (results of the FFTs are new arrays, so
-    no room for the output is needed). GPU memory raises
-    :class:`~cuweave.distributed.UnsupportedMemorySpaceError` in this build.
+    An ordinary array of the package, on the host or on this process's device (results of the
+    FFTs are new arrays, so no room for the output is needed, and NCCL needs no symmetric
+    heap).
     """
     require_context()
     _coerce_fft_distribution(distribution)

@@ -2,17 +2,18 @@
 
 ``D = F(alpha * op(A) @ op(B) + beta * C)`` where every matrix is distributed across processes
 (``Slab``, ``BlockCyclic``/``BlockNonCyclic`` over a ``ProcessGrid``, or boxes) and ``op`` is
-the transpose (conjugate transpose) the qualifiers ask for. On CPU ranks each process gathers
-the rows of ``op(A)`` and the columns of ``op(B)`` its block of ``D`` needs (one all-to-all per
-operand, planned from the distributions) and runs the CPU GEMM engine with the epilog on its
-block; epilogs that act elementwise on ``D`` (bias along its rows, ReLU/GELU, their aux
-outputs and gradients) are supported; bias-gradient epilogs, which reduce across processes,
-are not yet.
+the transpose (conjugate transpose) the qualifiers ask for. Each process gathers the rows of
+``op(A)`` and the columns of ``op(B)`` its block of ``D`` needs (one all-to-all per operand,
+planned from the distributions: MPI on CPU ranks, NCCL between GPUs) and runs the local GEMM
+engine (CPU, or cuBLASLt on GPU operands) with the epilog on its block. Epilogs that act
+elementwise on ``D`` (bias along its rows, ReLU/GELU, their aux outputs and gradients) are
+supported; bias-gradient epilogs, which reduce across processes, are not yet.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -27,6 +28,7 @@ from ..._spec import (
     check_same,
     coerce_distribution,
     coerce_options,
+    dtype_name,
     local_operand,
     resolve_layout,
 )
@@ -56,7 +58,7 @@ class MatmulOptions:
         Accepted for compatibility (GPU-only meaning).
     logger : logging.Logger or None
     blocking : {True, 'auto'}
-        Host operands always block.
+        Host operands always block; GPU results are ordered on the package's current stream.
     """
 
     inplace: bool | None = None
@@ -77,7 +79,7 @@ class MatmulOptions:
             raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
         if self.result_amax or self.block_scaling:
             raise InvalidOptionError("result_amax and block_scaling must be False (narrow "
-                                     "precision is GPU-only), got True")
+                                     "precision is not distributed yet), got True")
 
     def _key(self):
         return (self.inplace, repr(self.compute_type), repr(self.scale_type))
@@ -129,7 +131,8 @@ class Matmul:
     Parameters
     ----------
     a, b : array
-        This process's blocks of ``A`` and ``B`` (host: NumPy or CPU torch).
+        This process's blocks of ``A`` and ``B`` (host: NumPy or CPU torch; GPU: CuPy or CUDA
+        torch on the process's device, where bfloat16 is accepted too).
     c : array, optional
         This process's block of ``C`` (distributed like the result).
     distributions : sequence of 3 Distribution
@@ -157,7 +160,7 @@ class Matmul:
         self._freed, self._plans, self._epilog = False, None, None
         if quantization_scales is not None:
             raise InvalidOptionError("quantization_scales must be None (narrow precision is "
-                                     f"GPU-only), got {quantization_scales!r}")
+                                     f"not distributed yet), got {quantization_scales!r}")
         gathered = agree(self._group, self._describe, a, b, c, distributions, alpha, beta,
                          qualifiers)
         agree(self._group, self._resolve, gathered)
@@ -172,14 +175,23 @@ class Matmul:
                 f"{distributions!r}")
         dists = [coerce_distribution(d, f"distributions[{i}]")
                  for i, d in enumerate(distributions)]
+        spaces = [o.backend.name for o in ops if o is not None]
+        if len(set(spaces)) > 1:
+            raise InvalidOperandError(
+                f"a, b and c must live in one memory space, got {spaces!r} (cpu: host arrays, "
+                "cuda: GPU arrays)")
+        pkgs = [o.package for o in ops if o is not None]
+        if spaces[0] == "cuda" and len(set(pkgs)) > 1:
+            raise InvalidOperandError(f"a, b and c must be arrays of one GPU package, got {pkgs!r}")
+        allowed = _DTYPES + (("bfloat16",) if spaces[0] == "cuda" else ())
         for name, op in zip("abc", ops):
-            if op is not None and (len(op.shape) != 2 or np.dtype(op.dtype).name not in _DTYPES):
+            if op is not None and (len(op.shape) != 2 or dtype_name(op.dtype) not in allowed):
                 raise InvalidOperandError(
-                    f"{name} must be a 2-D array of {', '.join(_DTYPES)}, got shape {op.shape} "
-                    f"{np.dtype(op.dtype).name}")
+                    f"{name} must be a 2-D array of {', '.join(allowed)}, got shape {op.shape} "
+                    f"{dtype_name(op.dtype)}")
         if ops[0].dtype != ops[1].dtype:
-            raise InvalidOperandError(f"b must have a's dtype {np.dtype(ops[0].dtype).name}, "
-                                      f"got {np.dtype(ops[1].dtype).name}")
+            raise InvalidOperandError(f"b must have a's dtype {dtype_name(ops[0].dtype)}, "
+                                      f"got {dtype_name(ops[1].dtype)}")
         if ops[2] is not None and beta is None:
             raise InvalidOptionError("beta must be given with c, got None")
         for name, v in (("alpha", alpha), ("beta", beta)):
@@ -199,6 +211,7 @@ class Matmul:
             raise InvalidOperandError("c must be given on every process or on none")
         for j, name in enumerate("ab"):
             check_same([d[j] for d in descs], 1, f"{name} dtype")
+            check_same([d[j] for d in descs], 3, f"{name} memory space ('cpu' or 'cuda')")
         layouts = [resolve_layout(f"distributions[{j}] ({name})", [g[1][j] for g in gathered],
                                   [d[j][0] for d in descs], n) for j, name in enumerate("ab")]
         (ta, _), (tb, _) = self._quals
@@ -238,7 +251,7 @@ class Matmul:
         name = _epilog_name(epilog)
         if name not in _LOCAL_EPILOGS:
             raise NotSupportedError(
-                f"epilog must be one of {', '.join(_LOCAL_EPILOGS)} on CPU ranks (bias-gradient "
+                f"epilog must be one of {', '.join(_LOCAL_EPILOGS)} (bias-gradient "
                 f"epilogs reduce across processes and are not built yet), got {name}")
         if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
             raise InvalidOptionError(f"epilog_inputs must be a dict or None, got "
@@ -247,8 +260,13 @@ class Matmul:
         rows = self._layout_c.local_shape(self._group.rank)[0]
         bias = inputs.get("bias")
         if bias is not None:
-            arr = local_operand(bias, "epilog_inputs['bias']", "distributed matmul").array
-            if arr.size != rows:
+            op = local_operand(bias, "epilog_inputs['bias']", "distributed matmul")
+            if op.backend is not self._ops[0].backend:
+                raise InvalidOperandError(
+                    f"epilog_inputs['bias'] must live where a does ({self._ops[0].backend.name}), "
+                    f"got {op.backend.name}")
+            arr = op.array
+            if math.prod(arr.shape) != rows:
                 raise InvalidOperandError(
                     f"epilog_inputs['bias'] must hold this process's {rows} result rows, got "
                     f"shape {arr.shape}")
@@ -289,19 +307,18 @@ class Matmul:
         ablk = backend.exchange(self._group, self._exchanges[0], a.array)
         bblk = backend.exchange(self._group, self._exchanges[1], b.array)
         (ta, ca), (tb, cb) = self._quals
-        ablk = (ablk.conj() if ca else ablk).T if ta else ablk
-        bblk = (bblk.conj() if cb else bblk).T if tb else bblk
+        ablk, bblk = backend.op(ablk, ta, ca), backend.op(bblk, tb, cb)
         shape = self._layout_c.local_shape(self._group.rank)
         cblk = None if c is None else c.array
         if 0 in shape:
-            out, aux = np.zeros(shape, np.result_type(ablk, bblk), order="F"), {}
+            out, aux = backend.zeros_like_result(ablk, bblk, shape), {}
         else:
             res = backend.matmul_local(
                 ablk, bblk, cblk, alpha=self._alpha, beta=self._beta if c is not None else None,
                 epilog=None if self._epilog == "DEFAULT" else self._epilog,
                 epilog_inputs=self._epilog_inputs)
             out, aux = res if isinstance(res, tuple) else (res, None)
-            out = np.asfortranarray(out)
+            out = backend.fortran(out)
         inplace = self.options.inplace if self.options.inplace is not None else c is not None
         if inplace and c is not None:
             cblk[...] = out
