@@ -93,7 +93,8 @@ _HOW_TO_GET = ("NCCL ships with torch's and CuPy's CUDA builds (the nvidia-nccl-
 
 def _not_found(detail: str) -> LibraryNotFoundError:
     err = LibraryNotFoundError("NCCL", "distributed", detail)
-    err.args = (f"NCCL ({SONAME}) could not be found: {detail}. {_HOW_TO_GET}",)
+    message = f"NCCL ({SONAME}) could not be found: {detail}. {_HOW_TO_GET}"
+    err.args, err.msg = (message,), message  # ImportError prints .msg; no cuweave extra has NCCL
     return err
 
 
@@ -167,16 +168,17 @@ def error_string(status: int) -> str:
         text = library()["ncclGetErrorString"](int(status))
     except Exception:  # the text is a courtesy; the status name is in the error already
         return ""
-    return text.decode(errors="replace") if text else ""
+    return text.decode(errors="replace") if isinstance(text, bytes) else ""
 
 
 def last_error(comm: int | None) -> str:
     """NCCL's description of its last error on ``comm`` (``''`` when unavailable)."""
-    fn = library().get("ncclGetLastError")
-    if fn is None:
+    try:
+        fn = library().get("ncclGetLastError")
+        text = None if fn is None else fn(comm)
+    except Exception:  # a courtesy, like error_string
         return ""
-    text = fn(comm)
-    return text.decode(errors="replace") if text else ""
+    return text.decode(errors="replace") if isinstance(text, bytes) else ""
 
 
 def check(status: int, function: str, comm: int | None = None) -> None:
@@ -226,7 +228,7 @@ def comm_init_rank(nranks: int, unique_id: bytes, rank: int) -> int:
     comm = ctypes.c_void_p(None)
     _call("ncclCommInitRank", ctypes.byref(comm), int(nranks), unique_id_from_bytes(unique_id),
           int(rank))
-    return int(comm.value)
+    return int(comm.value or 0)
 
 
 def comm_finalize(comm: int) -> None:
