@@ -36,7 +36,7 @@ from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
 from cuweave.distributed import NotSupportedError, UnsupportedMemorySpaceError
 from cuweave.distributed._backend import HOST, ExchangePlan, NumpyOps
 from cuweave.distributed._distributions import Layout
-from cuweave.distributed._gpu import nccl_transport
+from cuweave.distributed._gpu import TorchOps, nccl_transport
 from cuweave.distributed.distribution import (
     BindDistributionError,
     BlockCyclic,
@@ -395,6 +395,12 @@ class MpiAsNccl:
 @check("planner")
 def gpu_style_exchange_matches_the_host_one():
     group = dist.get_context().process_group
+    try:
+        import torch  # noqa: F401 - TorchOps takes it from sys.modules
+
+        torch_ops = TorchOps()
+    except ImportError:
+        torch_ops = None
     grid = grids()[0]
     cases = [((11, 7), Slab.X, Slab.Y), ((5, 9, 4), Slab.Y, Slab.Z), ((9, 6, 5), Slab.X, Slab.Y),
              ((10, 9), BlockCyclic(grid, (2, 3)), Slab.X), ((3, 2), Slab.X, Slab.Y),
@@ -419,6 +425,11 @@ def gpu_style_exchange_matches_the_host_one():
                 want = HOST.exchange(group, plan, src)
                 assert np.array_equal(got, want) and got.dtype == dtype, (shape, din, dout)
                 assert np.array_equal(got, block(x, layouts[1].sets[RANK])), (shape, din, dout)
+            if torch_ops is not None:  # the GPU plane's torch operations, on CPU tensors
+                t = torch_ops.torch.from_numpy(np.asfortranarray(local))
+                got = plan.execute(group, t, torch_ops, nccl_transport(
+                    SimpleNamespace(ptr=1), 0, torch_ops, api))
+                assert np.array_equal(got.numpy(), want), ("torch ops", shape, din, dout)
             peers = plan.peers
             for moves in api.groups:  # one group per exchange, each peer's block once
                 assert sorted(p for s, n, p in moves if s) == sorted(

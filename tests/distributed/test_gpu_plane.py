@@ -254,3 +254,17 @@ def test_nccl_backend_starts_at_initialize_only_with_a_gpu_everywhere(started, m
     dist.finalize()
     started(0, nranks=1, backends=["nccl"])  # one process: NCCL is never needed
     assert made == [0]
+
+
+def test_torch_ops_on_cpu_tensors():
+    torch = pytest.importorskip("torch")
+    ops = _gpu.TorchOps()
+    x = torch.arange(6.0).reshape(2, 3).to(torch.complex64) * (1 + 1j)
+    y = ops.op(x, True, True)
+    assert not y.is_conj() and torch.equal(y, x.conj().T) and ops.op(x, False, True) is x
+    z = ops.zeros_like_result(x, torch.ones(3, 2, dtype=torch.float64), (2, 4))
+    assert z.dtype == torch.complex128 and z.shape == (2, 4) and z.mT.is_contiguous()
+    f = ops.fortran(x)
+    assert f.mT.is_contiguous() and torch.equal(f, x) and ops.fortran(f) is f
+    assert ops.dtype_str(x) == "<c8" and ops.dtype_str(x.real.to(torch.bfloat16)) == "bfloat16"
+    assert ops.nbytes(x) == 48 and ops.zeros(x, (2,), np.float32).dtype == torch.float32
