@@ -3,10 +3,11 @@
 Only what the GPU data plane needs: the version, a unique id and one communicator per process
 (``ncclCommInitRank``, ``ncclCommFinalize``/``ncclCommDestroy``), grouped point-to-point
 transfers (``ncclGroupStart``/``ncclGroupEnd`` around ``ncclSend``/``ncclRecv`` of bytes) and
-the error strings. ``libnccl.so.2`` is loaded on the first call, looked up in this order:
-cuda-pathfinder (``load_nvidia_dynamic_lib("nccl")``, when that version knows NCCL), an
-``nvidia/nccl/lib`` folder under a ``sys.path`` entry (the nvidia-nccl wheel, which torch's and
-CuPy's CUDA builds install), then the system's dynamic loader (``libnccl.so.2``, e.g. the
+the error strings. ``libnccl.so.2`` is loaded on the first call, looked up in this order: the
+copy already in the process (torch's CUDA build loads one), cuda-pathfinder
+(``load_nvidia_dynamic_lib("nccl")``, when that version knows NCCL), an ``nvidia/nccl/lib``
+folder under a ``sys.path`` entry (the nvidia-nccl wheel, which torch's and CuPy's CUDA builds
+install), then the system's dynamic loader (``libnccl.so.2``, e.g. the
 libnccl2 package). A failure raises :class:`~cuweave._internal.errors.LibraryNotFoundError`;
 every failing call raises :class:`~cuweave._internal.errors.NcclError` naming the function,
 the status and a hint.
@@ -109,6 +110,10 @@ def _candidates() -> list[str]:
 
 
 def _open() -> tuple[ctypes.CDLL, str]:
+    try:  # already in the process (torch's CUDA build loads its own): use that one, not a second
+        return ctypes.CDLL(SONAME, mode=os.RTLD_NOLOAD), "<already loaded by the process>"
+    except (OSError, AttributeError):
+        pass
     tried = []
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
