@@ -47,7 +47,7 @@ __all__ = [
 
 _log = get_logger("device.codegen")
 # Bump when the generated source changes meaning: it is part of every cache key.
-SOURCE_VERSION = 5
+SOURCE_VERSION = 6
 TRAIT_NAMES = (
     "ok", "block_dim_x", "block_dim_y", "block_dim_z", "storage_size", "shared_memory_size",
     "stride", "elements_per_thread", "ffts_per_block", "requires_workspace", "input_ept",
@@ -226,8 +226,12 @@ __device__ void cufftdx_private_function(
 }} }} }}"""
 
 
+SHARED_API_SUFFIX = "_shared_api"
+
+
 def generate_source(spec: FFTSpec, symbol: str) -> str:
-    """The C++ translation unit for ``spec`` exporting ``extern "C"`` function ``symbol``."""
+    """The C++ translation unit for ``spec`` exporting ``extern "C"`` function ``symbol`` (and,
+    for block execution, ``symbol + SHARED_API_SUFFIX``: cuFFTDx's shared-memory API)."""
     block = spec.execution is Execution.Block
     ept = spec.elements_per_thread
     d1 = f"decltype(cw_d0() + ElementsPerThread<{ept}u>())" if isinstance(ept, int) else "cw_d0"
@@ -240,19 +244,33 @@ def generate_source(spec: FFTSpec, symbol: str) -> str:
             # half precision batches two FFTs per value: at least (and by default) two
             "2u" if spec.precision == "float16" else "1u")
         final = f"decltype(D() + FFTsPerBlock<{fpb_expr}>())"
-    # Block: ``sm`` null selects cuFFTDx's shared-memory API (the data lies in ``td``, shared).
     if block:
         epts = ", ".join(
             f"unsigned(is_supported_v<decltype(cw_d0() + ElementsPerThread<{e}u>()), {spec.sm}u>)"
             for e in spec.ept_candidates())
         run_args, run_call, c_params = "void* td, void* sm", "td, sm", "void* td, void* sm"
-        body = ("if constexpr (!F::requires_workspace) { if (sm) "
-                "F().execute(static_cast<V*>(td), static_cast<V*>(sm)); "
-                "else F().execute(static_cast<V*>(td)); }")
+        body = ("if constexpr (!F::requires_workspace) "
+                "F().execute(static_cast<V*>(td), static_cast<V*>(sm));")
+        # cuFFTDx's shared-memory API (the data lies in ``td``, shared) has a symbol of its own:
+        # one run-time branch between the two APIs kept both bodies in every kernel (0.58x).
+        shared_exec = """
+template <class F, bool OK> struct cw_exec_s { static __device__ void run(void*) {} };
+template <class F> struct cw_exec_s<F, true> {
+  static __device__ __forceinline__ void run(void* td) {
+    using V = typename F::value_type;
+    if constexpr (!F::requires_workspace) F().execute(static_cast<V*>(td));
+  }
+};"""
+        shared_export = f"""
+extern "C" __device__ int {symbol}{SHARED_API_SUFFIX}(void* td) {{
+  cw_exec_s<cw_fft, cw_ok>::run(td);
+  return 0;
+}}"""
     else:
         epts = "0u"
         run_args, run_call, c_params = "void* td", "td", "void* td"
         body = "F().execute(static_cast<V*>(td));"
+        shared_exec = shared_export = ""
     traits = _TRAITS_EXPR[spec.execution]
     return f"""\
 #include <cufftdx.hpp>
@@ -280,6 +298,7 @@ template <class F> struct cw_exec<F, true> {{
     {body}
   }}
 }};
+{shared_exec}
 __device__ int cw_report() {{
   return cw_emit<typename cw_traits<cw_fft, cw_ok>::type>() + cw_emit<cw_ept_report<{epts}>>();
 }}
@@ -287,7 +306,7 @@ __device__ int cw_report() {{
 extern "C" __device__ int {symbol}({c_params}) {{
   cw_exec<cw_fft, cw_ok>::run({run_call});
   return cw_report() * 0;
-}}
+}}{shared_export}
 """
 
 

@@ -12,7 +12,7 @@ import functools
 
 from .._internal.errors import LibraryNotFoundError
 
-__all__ = ["numba_modules", "data_pointer", "null_pointer", "make_execute"]
+__all__ = ["numba_modules", "data_pointer", "make_execute"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,21 +54,6 @@ def data_pointer():
 
 
 @functools.lru_cache(maxsize=1)
-def null_pointer():
-    """An intrinsic ``null_pointer() -> void*``."""
-    _, types, intrinsic, _ = numba_modules()
-    from llvmlite import ir
-
-    @intrinsic
-    def _null_pointer(typingctx):
-        def codegen(context, builder, signature, args):
-            return ir.Constant(ir.IntType(8).as_pointer(), None)
-
-        return types.voidptr(), codegen
-
-    return _null_pointer
-
-
 @functools.cache
 def fft_tables(sm: int):
     """The linkable LTO-IR of cuFFTDx's twiddle tables for ``sm``: one object per process, so
@@ -87,19 +72,25 @@ def make_execute(symbol: str, ltoir: bytes, block: bool, sm: int | None = None):
     alone (cuFFTDx's shared-memory API: the FFT data lies in shared memory); Thread execution
     takes ``(thread_data)``.
     """
+    from ._codegen import SHARED_API_SUFFIX
+
     cuda, types, _, LTOIR = numba_modules()
-    nargs = 2 if block else 1
-    ext = cuda.declare_device(
-        symbol, types.int32(*([types.voidptr] * nargs)),
-        link=[LTOIR(ltoir, name=f"{symbol}.ltoir")] + ([fft_tables(sm)] if sm else []),
-        abi="c",
-    )
-    ptr, null = data_pointer(), null_pointer()
+    link = [LTOIR(ltoir, name=f"{symbol}.ltoir")] + ([fft_tables(sm)] if sm else [])
+
+    def declare(name, nargs):
+        return cuda.declare_device(name, types.int32(*([types.voidptr] * nargs)), link=link,
+                                   abi="c")
+
+    ext = declare(symbol, 2 if block else 1)
+    ptr = data_pointer()
     if block:
+        # Two symbols, chosen while typing (``shared_memory`` is None or not): a run-time
+        # choice would keep both APIs' code in every kernel.
+        ext_shared = declare(symbol + SHARED_API_SUFFIX, 1)
 
         def execute(thread_data, shared_memory=None):
             if shared_memory is None:
-                ext(ptr(thread_data), null())
+                ext_shared(ptr(thread_data))
             else:
                 ext(ptr(thread_data), ptr(shared_memory))
 
