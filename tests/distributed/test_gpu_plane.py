@@ -268,3 +268,14 @@ def test_torch_ops_on_cpu_tensors():
     assert f.mT.is_contiguous() and torch.equal(f, x) and ops.fortran(f) is f
     assert ops.dtype_str(x) == "<c8" and ops.dtype_str(x.real.to(torch.bfloat16)) == "bfloat16"
     assert ops.nbytes(x) == 48 and ops.zeros(x, (2,), np.float32).dtype == torch.float32
+
+
+def test_torch_bfloat16_keeps_its_name_when_ml_dtypes_registers_it_with_numpy():
+    # With ml_dtypes imported (jax, or the GPU machine's image) np.dtype("bfloat16") is a 'V2'
+    # type: the operand description must still say bfloat16 (it said 'void16' on the H200).
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("ml_dtypes")
+    ops = _gpu.TorchOps()
+    assert np.dtype("bfloat16").kind == "V"
+    assert ops.dtype_str(torch.zeros(2, dtype=torch.bfloat16)) == "bfloat16"
+    assert ops.dtype_str(torch.zeros(2, dtype=torch.float16)) == "<f2"

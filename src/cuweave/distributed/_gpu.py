@@ -140,9 +140,11 @@ class TorchOps:
     def dtype_str(self, x) -> str:
         name = str(x.dtype).rsplit(".", 1)[-1]
         try:
-            return np.dtype(name).str
+            dtype = np.dtype(name)
         except TypeError:
             return name  # bfloat16 and the fp8 types: no NumPy dtype
+        # ml_dtypes, once imported, names its bfloat16/fp8 types for NumPy as raw 'V' bytes
+        return name if dtype.kind == "V" else dtype.str
 
     def op(self, x, transpose: bool, conjugate: bool):
         if not transpose:
