@@ -112,11 +112,13 @@ def test_second_process_hits_the_disk_cache(built):
                                    str(f.shared_memory_size)]
 
 
-def test_source_includes_only_its_own_implementation(built):
+def test_source_includes_only_its_own_implementation(built, monkeypatch):
     spec = built["block"]._spec
     source = _codegen.generate_source(spec, "cw_test")
     assert source.count('#include "cufftdx/database/fft_') == 1
     assert '#include "cufftdx/database/fft_256_fp32_fwd.hpp.inc"' in source
+    assert b"-DCUFFTDX_DETAIL_USE_EXTERN_LUT" in _codegen._options(spec)  # the default
+    monkeypatch.setenv("CUWEAVE_DX_EXTERN_TWIDDLES", "0")
     assert b"-DCUFFTDX_DETAIL_USE_EXTERN_LUT" not in _codegen._options(spec)  # tables inline
     contents, names = _codegen._overlays(spec)
     assert b"cufftdx/database/records/definitions_fp32_fwd.hpp.inc" in names
@@ -157,7 +159,7 @@ def _link_sm90(*objects):
 
 def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
     """A numba kernel calling fft.execute links for sm_90 with the FFT's code, which defines
-    the twiddle tables by default; with CUWEAVE_DX_EXTERN_TWIDDLES=1 the code declares them
+    the twiddle tables with CUWEAVE_DX_EXTERN_TWIDDLES=0; by default the code declares them
     only, the kernel links the tables compiled once per architecture (without them the
     twiddles stay undefined), and execute can bring them in its link list itself."""
     cuda = pytest.importorskip("numba.cuda")
@@ -187,8 +189,10 @@ def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
         if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
             pytest.skip(f"libNVVM is not available: {e}")
         raise
-    assert _link_sm90(ir, f._ltoir) == (True, "")  # the default: tables in the FFT's code
-    monkeypatch.setenv("CUWEAVE_DX_EXTERN_TWIDDLES", "1")  # declared only, linked from one IR
+    monkeypatch.setenv("CUWEAVE_DX_EXTERN_TWIDDLES", "0")  # tables in the FFT's code
+    inline = _codegen.compile_spec(f._spec, f._symbol)["ltoir"]
+    assert _link_sm90(ir, inline) == (True, "")
+    monkeypatch.delenv("CUWEAVE_DX_EXTERN_TWIDDLES")  # the default: declared only, one IR
     extern = _codegen.compile_spec(f._spec, f._symbol)["ltoir"]
     assert _link_sm90(ir, extern, _codegen.lut_ltoir(900)) == (True, "")
     ok, log = _link_sm90(ir, extern)
