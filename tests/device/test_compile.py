@@ -140,6 +140,35 @@ def test_missing_implementation_stops_the_compilation(built, monkeypatch):
     assert entry["ltoir"] and entry["traits"]["storage_size"] == built["block"].storage_size
 
 
+def test_a_failing_precompiled_header_is_retried_without_and_turned_off(monkeypatch, caplog):
+    """A compilation that fails with NVRTC's PCH and succeeds without it succeeds, turns the
+    PCH off for the process and says so, quoting where the failing log was saved."""
+    calls = []
+
+    def fake(source, name, options, headers=((), ())):
+        calls.append(list(options))
+        if b"-pch" in options:
+            return False, "m.cu(3): error: explicit type is missing", None
+        return True, "", b"IR"
+
+    monkeypatch.setattr(_codegen, "compile_ltoir", fake)
+    monkeypatch.setattr(_codegen, "_pch_state", {"compiles": 5, "ok": True})
+    with caplog.at_level("WARNING", logger="cuweave.device"):
+        ok, _, ir = _codegen._run_nvrtc("int x;", "m.cu", [b"-std=c++17"])
+    assert (ok, ir) == (True, b"IR")
+    assert [b"-pch" in c for c in calls] == [True, False]
+    assert _codegen._pch_state["ok"] is False
+    message = caplog.text
+    assert "explicit type is missing" in message and "whole log:" in message
+    path = message.split("whole log: ")[1].split(")")[0]
+    with open(path, encoding="utf-8") as f:
+        assert "-pch" in f.read()
+    os.unlink(path)
+    calls.clear()  # later compilations of the process use no PCH
+    _codegen._run_nvrtc("int x;", "m.cu", [b"-std=c++17"])
+    assert calls == [[b"-std=c++17"]]
+
+
 def _link_sm90(*objects):
     nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
     handle = nvjitlink.create(2, ["-arch=sm_90", "-lto"])

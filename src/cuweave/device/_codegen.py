@@ -22,6 +22,7 @@ import functools
 import importlib.util
 import os
 import re
+import tempfile
 import time
 
 from .._bindings.nvrtc import compile_ltoir
@@ -407,14 +408,47 @@ def _run_nvrtc(source: str, name: str, options: list[bytes], headers=((), ()), *
                pch: bool = True) -> tuple[bool, str, bytes | None]:
     """NVRTC with the automatic precompiled header unless ``pch`` is False. NVRTC tells PCHs
     apart by options and file names, not by the contents of in-memory headers: a compilation
-    whose headers differ from others' under the same names must not use (or make) one."""
+    whose headers differ from others' under the same names must not use (or make) one.
+
+    A compilation that fails with the PCH is compiled again without it; when that succeeds
+    the PCH is turned off for the rest of the process (a warning says so), so a bad PCH costs
+    one compilation, never a wrong answer or an error."""
     extra = _pch_options(_nvrtc()) if pch else []
-    return compile_ltoir(source, name, options + extra, headers)
+    ok, log, ir = compile_ltoir(source, name, options + extra, headers)
+    if ok or not extra:
+        return ok, log, ir
+    ok, log_plain, ir = compile_ltoir(source, name, options, headers)
+    if ok:
+        _pch_state["ok"] = False
+        _log.warning("NVRTC failed on %s with its precompiled header and succeeded without; "
+                     "precompiled headers are off for this process. The failing log: %s",
+                     name, failure_detail(log, name, options + extra))
+    return ok, log_plain, ir
 
 
 def _first_errors(log: str, limit: int = 3) -> str:
     lines = [ln.strip() for ln in log.splitlines() if "error" in ln]
     return " | ".join(lines[:limit]) or log[-500:]
+
+
+def failure_detail(log: str, name: str, options) -> str:
+    """The first errors of a failed compilation and where its whole log, options and include
+    folders were saved (a temporary file), for error messages and bug reports."""
+    try:
+        _, major, minor = _nvrtc().nvrtcVersion()
+        version = f"{major}.{minor}"
+    except Exception:  # diagnostics only
+        version = "unknown"
+    text = "\n".join(["options: " + " ".join(o.decode(errors="replace") for o in options),
+                      f"NVRTC version: {version}", "", log])
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"cuweave-nvrtc-{name}-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        where = f" (whole log: {path})"
+    except OSError:
+        where = ""
+    return _first_errors(log) + where
 
 
 def compile_spec(spec: FFTSpec, symbol: str) -> dict:
@@ -431,7 +465,7 @@ def compile_spec(spec: FFTSpec, symbol: str) -> dict:
     if not ok:
         raise InvalidOptionError(
             f"the FFT description {spec.key()!r} is not supported by cuFFTDx: "
-            f"{_first_errors(log)}"
+            f"{failure_detail(log, f'{symbol}.cu', _options(spec))}"
         )
     traits = parse_report(log, spec)
     if _log.isEnabledFor(20):
@@ -476,7 +510,8 @@ def lut_ltoir(sm: int) -> bytes:
                                     ([b"\n"] * len(names), names))
         if not ok:
             raise NvrtcError(6, "nvrtcCompileProgram",
-                             hint=f"cuFFTDx's twiddle tables: {_first_errors(log)}")
+                             hint="cuFFTDx's twiddle tables: "
+                             + failure_detail(log, "cuweave_cufftdx_lut.cu", opts))
         entry = {"traits": None, "symbol": None, "ltoir": ir}
         _cache.store(key, entry)
         if _log.isEnabledFor(20):

@@ -154,10 +154,12 @@ def _compile(sm: int) -> dict:
     opts = [b"-std=c++17", f"-arch=sm_{sm // 10}".encode(), b"-rdc=true", b"-dlto",
             b"-default-device", f"-I{curand_include()}".encode(),
             f"-I{_codegen.cuda_include()}".encode(), f"-I{_codegen.cccl_include()}".encode()]
-    ok, log, ir = _codegen._run_nvrtc(source, "cuweave_curand.cu", opts)
+    # compiled once per machine and architecture: nothing to gain from a precompiled header
+    ok, log, ir = _codegen._run_nvrtc(source, "cuweave_curand.cu", opts, pch=False)
     if not ok:
-        raise _codegen.NvrtcError(6, "nvrtcCompileProgram",
-                                  hint=f"the cuRAND shim: {_codegen._first_errors(log)}")
+        raise _codegen.NvrtcError(
+            6, "nvrtcCompileProgram",
+            hint="the cuRAND shim: " + _codegen.failure_detail(log, "cuweave_curand.cu", opts))
     found = _REPORT_RE.search(log)
     if not found:
         raise _codegen.NvrtcError(3, "nvrtcCompileProgram",
