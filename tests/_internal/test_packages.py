@@ -177,3 +177,96 @@ def test_new_axis_of_an_unindexable_object_names_the_parameter():
                                                      r"viewable as one .* shape \(M, 1\)"):
         packages.GENERIC.new_axis(object(), 1, "c")
     assert packages.NUMPY.new_axis(__import__("numpy").arange(3), 0, "c").shape == (1, 3)
+
+
+# ---- blocks (cuweave.distributed's GPU plane) on host stand-ins -------------------------------
+# torch CPU tensors stand for CUDA ones, NumPy arrays posing as CuPy's for CuPy arrays: the
+# adapters' block operations run unchanged on them.
+@pytest.fixture(params=["torch", "cupy"])
+def blocks(request):
+    """``(adapter, to_package, to_numpy)`` of one GPU package, on the host."""
+    np = pytest.importorskip("numpy")
+    if request.param == "torch":
+        torch = pytest.importorskip("torch")
+        ad = packages.TorchAdapter()
+        ad.device_type = "cpu"
+        yield ad, lambda x: torch.from_numpy(np.array(x, order="K")), lambda y: y.numpy()
+        return
+    from tests.distributed import _fake_cupy
+
+    with _fake_cupy.installed():
+        yield packages.CUPY, _fake_cupy.to_cupy, np.asarray
+
+
+_INDICES = [  # per axis of a (5, 6, 4) array: a slice or positions
+    (slice(1, 3), slice(0, 6), slice(0, 4)),  # rows of a C-ordered array: contiguous
+    (slice(0, 5), slice(2, 5), slice(1, 3)),  # a strided box
+    (slice(1, 4), [0, 2, 5], slice(0, 4)),
+    ([4, 0], [1, 3, 4], [3, 1]),
+]
+
+
+@pytest.mark.parametrize("where", _INDICES)
+def test_blocks_take_region_and_put_like_numpy(blocks, where):
+    import numpy as np
+
+    ad, to_pkg, to_np = blocks
+    x = np.arange(120.0).reshape(5, 6, 4)
+    idx = [i if isinstance(i, slice) else np.asarray(i, np.int64) for i in where]
+    ix = np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
+    px = to_pkg(x)
+    bi = ad.block_index(idx, px)
+    got = ad.take(px, bi)
+    assert np.array_equal(to_np(got), x[ix]) and to_np(got).flags.c_contiguous
+    view = ad.region(px, bi)
+    assert (view is not None) == (where is _INDICES[0])
+    out = to_pkg(np.zeros_like(x))
+    block = np.arange(x[ix].size, dtype=float).reshape(x[ix].shape) + 1000
+    ad.put(out, ad.block_index(idx, out), to_pkg(block))
+    want = np.zeros_like(x)
+    want[ix] = block
+    assert np.array_equal(to_np(out), want)
+    if view is not None:  # a view of the array itself: received data lands in place
+        ad.put(view, (slice(None),) * 3, to_pkg(block))
+        assert np.array_equal(to_np(px)[ix], block)
+
+
+def test_blocks_new_arrays_pointer_and_nbytes(blocks):
+    import numpy as np
+
+    ad, to_pkg, to_np = blocks
+    like = to_pkg(np.ones((2, 3), np.complex64))
+    e = ad.new_block(like, (4, 5))
+    assert to_np(e).dtype == np.complex64 and tuple(e.shape) == (4, 5)
+    z = ad.new_block(like, (4, 5), np.float64, order="F", zeros=True)
+    zn = to_np(z)
+    assert zn.dtype == np.float64 and zn.flags.f_contiguous and not zn.any()
+    assert ad.nbytes(z) == 160 and ad.nbytes(like) == 48
+    assert ad.pointer(like) == to_np(like).ctypes.data
+    assert ad.device_of(like) in (None, 0)
+
+
+def test_blocks_matrix_op_transposes_and_resolves_the_conjugate(blocks):
+    import numpy as np
+
+    ad, to_pkg, to_np = blocks
+    x = (np.arange(6.0) * (1 + 1j)).reshape(2, 3).astype(np.complex64)
+    px = to_pkg(x)
+    assert ad.matrix_op(px, False, True) is px
+    assert np.array_equal(to_np(ad.matrix_op(px, True, False)), x.T)
+    y = ad.matrix_op(px, True, True)
+    assert np.array_equal(to_np(y), x.conj().T)
+    assert not getattr(y, "is_conj", lambda: False)()  # torch: resolved, not a lazy view
+
+
+def test_torch_new_array_takes_numpy_dtypes_and_orders():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    ad = packages.TorchAdapter()
+    ad.device_type = "cpu"
+    t = ad.new_array((3, 4), np.float32, None, order="F")
+    assert t.dtype == torch.float32 and t.mT.is_contiguous() and t.shape == (3, 4)
+    assert ad.new_array((2,), torch.bfloat16, None, zeros=True).dtype == torch.bfloat16
+    with pytest.raises(InvalidOperandError, match="dtype must be supported by torch"):
+        ad.new_array((2,), np.dtype("U3"), None)

@@ -14,6 +14,7 @@ import sys
 import traceback
 from types import SimpleNamespace
 
+import _fake_cupy
 import mpi_gpu_checks  # noqa: F401 - registers the GPU groups (gpu_*)
 import numpy as np
 from _mpi_common import (  # tests/distributed: the script's folder, first on sys.path
@@ -33,10 +34,11 @@ from mpi4py import MPI
 
 import cuweave.distributed as dist
 from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
+from cuweave._internal import packages
 from cuweave.distributed import NotSupportedError, UnsupportedMemorySpaceError
 from cuweave.distributed._backend import HOST, ExchangePlan, NumpyOps
 from cuweave.distributed._distributions import Layout
-from cuweave.distributed._gpu import TorchOps, nccl_transport
+from cuweave.distributed._gpu import nccl_transport
 from cuweave.distributed.distribution import (
     BindDistributionError,
     BlockCyclic,
@@ -351,8 +353,8 @@ class DeviceStyleOps(NumpyOps):
     views), with the addresses NCCL would be handed."""
 
     @staticmethod
-    def view(out, idx):
-        v = NumpyOps.view(out, idx)
+    def region(out, idx):
+        v = NumpyOps.region(out, idx)
         return v if v is not None and v.flags.c_contiguous else None
 
     @staticmethod
@@ -392,49 +394,57 @@ class MpiAsNccl:
         self.queue = None
 
 
+def package_stand_ins():
+    """``[(adapter, to_package, to_numpy)]``: the GPU plane's adapters on host stand-ins (CPU
+    torch tensors for CUDA ones; NumPy arrays posing as CuPy's, see _fake_cupy)."""
+    out = [(packages.CUPY, _fake_cupy.to_cupy, np.asarray)]
+    try:
+        import torch
+    except ImportError:
+        return out
+    ad = packages.TorchAdapter()
+    ad.device_type = "cpu"
+    return out + [(ad, lambda x: torch.from_numpy(np.array(x, order="K")), lambda y: y.numpy())]
+
+
 @check("planner")
 def gpu_style_exchange_matches_the_host_one():
     group = dist.get_context().process_group
-    try:
-        import torch  # noqa: F401 - TorchOps takes it from sys.modules
-
-        torch_ops = TorchOps()
-    except ImportError:
-        torch_ops = None
     grid = grids()[0]
     cases = [((11, 7), Slab.X, Slab.Y), ((5, 9, 4), Slab.Y, Slab.Z), ((9, 6, 5), Slab.X, Slab.Y),
              ((10, 9), BlockCyclic(grid, (2, 3)), Slab.X), ((3, 2), Slab.X, Slab.Y),
              ((10, 9), Slab.Y, BlockCyclic(grid, (3, 2), first_process=(grid.shape[0] - 1, 0))),
              ((7, 9), "boxes", "boxes"), ((6, 5, 4), "boxes", Slab.X)]
-    for seed, (shape, din, dout) in enumerate(cases):
-        layouts = []
-        for k, d in enumerate((din, dout)):
-            if d == "boxes":
-                boxes = random_tiling(shape, 400 + 2 * seed + k)
-                layouts.append(Layout.of(boxes[0], shape, P, boxes=boxes))
-            else:
-                layouts.append(Layout.of(d, shape, P))
-        plan = ExchangePlan(layouts[0], layouts[1], RANK)
-        for dtype in (np.complex64, np.float64, np.int16):
-            x = (rand(shape, np.float64, 40 + seed) * 100).astype(dtype)
-            local = block(x, layouts[0].sets[RANK])
-            api = MpiAsNccl()
-            transport = nccl_transport(SimpleNamespace(ptr=0xC0FFEE), 0, DeviceStyleOps, api)
-            for src in (local, np.asfortranarray(local)):  # strided input: packed on send
-                got = plan.execute(group, src, DeviceStyleOps, transport)
-                want = HOST.exchange(group, plan, src)
-                assert np.array_equal(got, want) and got.dtype == dtype, (shape, din, dout)
-                assert np.array_equal(got, block(x, layouts[1].sets[RANK])), (shape, din, dout)
-            if torch_ops is not None:  # the GPU plane's torch operations, on CPU tensors
-                t = torch_ops.torch.from_numpy(np.asfortranarray(local))
-                got = plan.execute(group, t, torch_ops, nccl_transport(
-                    SimpleNamespace(ptr=1), 0, torch_ops, api))
-                assert np.array_equal(got.numpy(), want), ("torch ops", shape, din, dout)
-            peers = plan.peers
-            for moves in api.groups:  # one group per exchange, each peer's block once
-                assert sorted(p for s, n, p in moves if s) == sorted(
-                    p for p in peers if plan.sends[p] is not None)
-                assert all(n > 0 for _, n, _ in moves)
+    with _fake_cupy.installed():
+        stand_ins = package_stand_ins()
+        for seed, (shape, din, dout) in enumerate(cases):
+            layouts = []
+            for k, d in enumerate((din, dout)):
+                if d == "boxes":
+                    boxes = random_tiling(shape, 400 + 2 * seed + k)
+                    layouts.append(Layout.of(boxes[0], shape, P, boxes=boxes))
+                else:
+                    layouts.append(Layout.of(d, shape, P))
+            plan = ExchangePlan(layouts[0], layouts[1], RANK)
+            for dtype in (np.complex64, np.float64, np.int16):
+                x = (rand(shape, np.float64, 40 + seed) * 100).astype(dtype)
+                local = block(x, layouts[0].sets[RANK])
+                api = MpiAsNccl()
+                transport = nccl_transport(SimpleNamespace(ptr=0xC0FFEE), 0, DeviceStyleOps, api)
+                for src in (local, np.asfortranarray(local)):  # strided input: packed on send
+                    got = plan.execute(group, src, DeviceStyleOps, transport)
+                    want = HOST.exchange(group, plan, src)
+                    assert np.array_equal(got, want) and got.dtype == dtype, (shape, din, dout)
+                    assert np.array_equal(got, block(x, layouts[1].sets[RANK])), (shape, din)
+                for ad, to_pkg, to_np in stand_ins:  # the GPU plane's adapters, on the host
+                    got = plan.execute(group, to_pkg(np.asfortranarray(local)), ad,
+                                       nccl_transport(SimpleNamespace(ptr=1), 0, ad, api))
+                    assert np.array_equal(to_np(got), want), (ad.name, shape, din, dout)
+                peers = plan.peers
+                for moves in api.groups:  # one group per exchange, each peer's block once
+                    assert sorted(p for s, n, p in moves if s) == sorted(
+                        p for p in peers if plan.sends[p] is not None)
+                    assert all(n > 0 for _, n, _ in moves)
 
 
 def main(groups):

@@ -5,6 +5,7 @@ runs are test_mpi.py's ``gpu``/``multi_gpu`` tests."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import subprocess
@@ -18,7 +19,9 @@ import pytest
 import cuweave.distributed as dist
 from cuweave import CuweaveError, InvalidOperandError, InvalidOptionError
 from cuweave._bindings import nccl
+from cuweave._internal import packages
 from cuweave._internal.errors import CudaUnavailableError, LibraryNotFoundError, NcclError
+from cuweave._internal.streams import Stream
 from cuweave.distributed import _gpu, _runtime
 from cuweave.distributed.distribution import Slab
 
@@ -179,7 +182,6 @@ def fake_cupy(monkeypatch):
     mod.cuda = SimpleNamespace(runtime=runtime)
     mod.complex64 = np.complex64
     monkeypatch.setitem(sys.modules, "cupy", mod)
-    monkeypatch.setattr(_gpu, "_OPS", {})
 
     class ndarray:
         __module__ = "cupy"
@@ -256,18 +258,91 @@ def test_nccl_backend_starts_at_initialize_only_with_a_gpu_everywhere(started, m
     assert made == [0]
 
 
-def test_torch_ops_on_cpu_tensors():
+class CpuTorch(packages.TorchAdapter):
+    """torch's adapter on CPU tensors: no device to make current, a fixed current stream."""
+
+    device_type = "cpu"
+
+    def device_scope(self, device_id):
+        return contextlib.nullcontext()
+
+    def current_stream(self, device_id):
+        return Stream(0x77)
+
+    def stream_context(self, stream, device_id):
+        return None
+
+
+@pytest.fixture
+def cpu_torch(monkeypatch):
+    """The GPU plane's adapter of torch is :class:`CpuTorch` (CPU tensors stand for CUDA ones)."""
     torch = pytest.importorskip("torch")
-    ops = _gpu.TorchOps()
+    ad = CpuTorch()
+    monkeypatch.setattr(_gpu, "adapter", lambda package: ad if package == "torch" else
+                        packages.adapter(package))
+    return torch
+
+
+def test_gpu_plane_matrix_operations_go_through_the_adapter(cpu_torch):
+    torch, gpu = cpu_torch, _gpu.GPU
     x = torch.arange(6.0).reshape(2, 3).to(torch.complex64) * (1 + 1j)
-    y = ops.op(x, True, True)
-    assert not y.is_conj() and torch.equal(y, x.conj().T) and ops.op(x, False, True) is x
-    z = ops.zeros_like_result(x, torch.ones(3, 2, dtype=torch.float64), (2, 4))
-    assert z.dtype == torch.complex128 and z.shape == (2, 4) and z.mT.is_contiguous()
-    f = ops.fortran(x)
-    assert f.mT.is_contiguous() and torch.equal(f, x) and ops.fortran(f) is f
-    assert ops.dtype_str(x) == "<c8" and ops.dtype_str(x.real.to(torch.bfloat16)) == "bfloat16"
-    assert ops.nbytes(x) == 48 and ops.zeros(x, (2,), np.float32).dtype == torch.float32
+    y = gpu.op(x, True, True)
+    assert not y.is_conj() and torch.equal(y, x.conj().T) and gpu.op(x, False, True) is x
+    z = gpu.zeros_like_result(x, x, (2, 4))
+    assert z.dtype == torch.complex64 and z.shape == (2, 4) and z.mT.is_contiguous()
+    assert not z.any()
+    f = gpu.fortran(x)
+    assert f.mT.is_contiguous() and torch.equal(f, x)
+    assert gpu.fortran(f).data_ptr() == f.data_ptr()  # already Fortran-ordered: no copy
+    assert gpu.dtype_str(x) == "<c8" and gpu.dtype_str(x.real.to(torch.bfloat16)) == "bfloat16"
+    assert gpu.zeros(x, (2,), np.float32).dtype == torch.float32
+    assert gpu.fft_local("fft", x[:0], [0], (0, 3), np.complex128).dtype == torch.complex128
+
+
+def test_gpu_exchange_on_one_process_needs_no_nccl(cpu_torch, started):
+    from cuweave.distributed._backend import ExchangePlan
+    from cuweave.distributed._distributions import Layout
+
+    started(None)
+    torch = cpu_torch
+    layout = Layout.of(Slab.X, (5, 4), 1)
+    plan = ExchangePlan(layout, Layout.of(Slab.Y, (5, 4), 1), 0)
+    x = torch.arange(20.0).reshape(5, 4).T.contiguous().T  # Fortran-ordered: packed
+    got = _gpu.GPU.exchange(Group(0, 1), plan, x)
+    assert torch.equal(got, x) and got.is_contiguous()
+
+
+def test_gpu_allreduce_is_one_nccl_sum_on_the_current_stream(cpu_torch, started, monkeypatch):
+    torch = cpu_torch
+    started(0, nranks=2)
+    calls = []
+    monkeypatch.setattr(_gpu, "communicator", lambda ctx: SimpleNamespace(ptr=0xC0))
+    monkeypatch.setattr(nccl, "all_reduce", lambda *a: calls.append(a))
+    x = torch.zeros(5, dtype=torch.bfloat16)
+    _gpu.GPU.allreduce_sum(Group(0, 2), x)
+    assert calls == [(x.data_ptr(), x.data_ptr(), 5, "bfloat16", 0xC0, 0x77)]
+    _gpu.GPU.allreduce_sum(Group(0, 1), x)  # one process: nothing to sum
+    assert len(calls) == 1
+
+
+def test_all_reduce_binding_builds_the_arguments(monkeypatch):
+    table = Recorder()
+    monkeypatch.setattr(nccl, "library", lambda: table)
+    for name, code in (("float16", 6), ("float32", 7), ("float64", 8), ("bfloat16", 9)):
+        nccl.all_reduce(0x10, 0x10, 7, name, 0xC0, 0x5)
+        assert table.calls[-1] == ("ncclAllReduce", (0x10, 0x10, 7, code, 0, 0xC0, 0x5))
+    nccl.all_reduce(0x10, 0x20, 3, nccl.DataType.INT32, 0xC0, 0)
+    assert table.calls[-1][1][3] == 2
+    restype, argtypes = nccl.SIGNATURES["ncclAllReduce"]
+    assert argtypes[2] is ctypes.c_size_t and len(argtypes) == 7
+    with pytest.raises(InvalidOperandError, match=r"^dtype must be one of \['bfloat16', "
+                                                  r"'float16', 'float32', 'float64'\] for "
+                                                  r"ncclAllReduce, got 'complex64'"):
+        nccl.all_reduce(0x10, 0x10, 7, "complex64", 0xC0, 0x5)
+    failing = Recorder(status=2)
+    monkeypatch.setattr(nccl, "library", lambda: failing)
+    with pytest.raises(NcclError, match="ncclAllReduce failed with ncclSystemError"):
+        nccl.all_reduce(0x10, 0x10, 7, "float32", 0xC0, 0x5)
 
 
 def test_torch_bfloat16_keeps_its_name_when_ml_dtypes_registers_it_with_numpy():
@@ -275,7 +350,6 @@ def test_torch_bfloat16_keeps_its_name_when_ml_dtypes_registers_it_with_numpy():
     # type: the operand description must still say bfloat16 (it said 'void16' on the H200).
     torch = pytest.importorskip("torch")
     pytest.importorskip("ml_dtypes")
-    ops = _gpu.TorchOps()
     assert np.dtype("bfloat16").kind == "V"
-    assert ops.dtype_str(torch.zeros(2, dtype=torch.bfloat16)) == "bfloat16"
-    assert ops.dtype_str(torch.zeros(2, dtype=torch.float16)) == "<f2"
+    assert _gpu.dtype_str(torch.zeros(2, dtype=torch.bfloat16)) == "bfloat16"
+    assert _gpu.dtype_str(torch.zeros(2, dtype=torch.float16)) == "<f2"

@@ -2,15 +2,15 @@
 
 Only what the GPU data plane needs: the version, a unique id and one communicator per process
 (``ncclCommInitRank``, ``ncclCommFinalize``/``ncclCommDestroy``), grouped point-to-point
-transfers (``ncclGroupStart``/``ncclGroupEnd`` around ``ncclSend``/``ncclRecv`` of bytes) and
-the error strings. ``libnccl.so.2`` is loaded on the first call, looked up in this order: the
-copy already in the process (torch's CUDA build loads one), cuda-pathfinder
-(``load_nvidia_dynamic_lib("nccl")``, when that version knows NCCL), an ``nvidia/nccl/lib``
-folder under a ``sys.path`` entry (the nvidia-nccl wheel, which torch's and CuPy's CUDA builds
-install), then the system's dynamic loader (``libnccl.so.2``, e.g. the
-libnccl2 package). A failure raises :class:`~cuweave._internal.errors.LibraryNotFoundError`;
-every failing call raises :class:`~cuweave._internal.errors.NcclError` naming the function,
-the status and a hint.
+transfers (``ncclGroupStart``/``ncclGroupEnd`` around ``ncclSend``/``ncclRecv`` of bytes), the
+sum ``ncclAllReduce`` (the distributed matmul's bias gradients) and the error strings.
+``libnccl.so.2`` is loaded on the first call, looked up in this order: the copy already in the
+process (torch's CUDA build loads one), cuda-pathfinder (``load_nvidia_dynamic_lib("nccl")``,
+when that version knows NCCL), an ``nvidia/nccl/lib`` folder under a ``sys.path`` entry (the
+nvidia-nccl wheel, which torch's and CuPy's CUDA builds install), then the system's dynamic
+loader (``libnccl.so.2``, e.g. the libnccl2 package). A failure raises
+:class:`~cuweave._internal.errors.LibraryNotFoundError`; every failing call raises
+:class:`~cuweave._internal.errors.NcclError` naming the function, the status and a hint.
 
 Examples
 --------
@@ -29,10 +29,11 @@ from enum import IntEnum
 
 from .._internal.errors import InvalidOperandError, LibraryNotFoundError, NcclError
 
-__all__ = ["UNIQUE_ID_BYTES", "UniqueId", "DataType", "Result", "SIGNATURES", "library",
-           "library_path", "check", "get_version", "get_unique_id", "comm_init_rank",
-           "comm_finalize", "comm_destroy", "comm_get_async_error", "group_start", "group_end",
-           "send", "recv", "error_string", "last_error", "Communicator"]
+__all__ = ["UNIQUE_ID_BYTES", "UniqueId", "DataType", "RedOp", "DATA_TYPES", "Result",
+           "SIGNATURES", "library", "library_path", "check", "get_version", "get_unique_id",
+           "comm_init_rank", "comm_finalize", "comm_destroy", "comm_get_async_error",
+           "group_start", "group_end", "send", "recv", "all_reduce", "error_string",
+           "last_error", "Communicator"]
 
 SONAME = "libnccl.so.2"
 UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES
@@ -45,10 +46,29 @@ class UniqueId(ctypes.Structure):
 
 
 class DataType(IntEnum):
-    """The ``ncclDataType_t`` values cuweave uses (every transfer counts bytes)."""
+    """``ncclDataType_t`` (send/recv count bytes: ``UINT8``)."""
 
     INT8 = 0  # ncclInt8 == ncclChar
     UINT8 = 1
+    INT32 = 2
+    UINT32 = 3
+    INT64 = 4
+    UINT64 = 5
+    FLOAT16 = 6
+    FLOAT32 = 7
+    FLOAT64 = 8
+    BFLOAT16 = 9
+
+
+class RedOp(IntEnum):
+    """The ``ncclRedOp_t`` cuweave uses."""
+
+    SUM = 0
+
+
+#: canonical dtype name -> ``ncclDataType_t`` of the reductions cuweave runs
+DATA_TYPES = {"float16": DataType.FLOAT16, "bfloat16": DataType.BFLOAT16,
+              "float32": DataType.FLOAT32, "float64": DataType.FLOAT64}
 
 
 class Result(IntEnum):
@@ -80,6 +100,8 @@ SIGNATURES: dict[str, tuple] = {
     "ncclGroupEnd": (_c.c_int, ()),
     "ncclSend": (_c.c_int, (_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _stream)),
     "ncclRecv": (_c.c_int, (_c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _comm, _stream)),
+    "ncclAllReduce": (_c.c_int, (_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int,
+                                 _comm, _stream)),
     "ncclGetErrorString": (_c.c_char_p, (_c.c_int,)),
     "ncclGetLastError": (_c.c_char_p, (_comm,)),
 }
@@ -273,6 +295,22 @@ def send(ptr: int, nbytes: int, peer: int, comm: int, stream: int) -> None:
 def recv(ptr: int, nbytes: int, peer: int, comm: int, stream: int) -> None:
     """``ncclRecv`` of ``nbytes`` bytes (``ncclUint8``) into device address ``ptr``."""
     _call("ncclRecv", ptr, nbytes, int(DataType.UINT8), peer, comm, stream, comm=comm)
+
+
+def all_reduce(sendbuff: int, recvbuff: int, count: int, dtype, comm: int,
+               stream: int) -> None:
+    """``ncclAllReduce`` with ``ncclSum`` of ``count`` elements of ``dtype`` (a name among
+    :data:`DATA_TYPES` or a :class:`DataType`) from device address ``sendbuff`` into
+    ``recvbuff`` (the same address: in place), on ``stream`` (collective)."""
+    if isinstance(dtype, DataType):
+        code = dtype
+    elif dtype in DATA_TYPES:
+        code = DATA_TYPES[dtype]
+    else:
+        raise InvalidOperandError(
+            f"dtype must be one of {sorted(DATA_TYPES)} for ncclAllReduce, got {dtype!r}")
+    _call("ncclAllReduce", sendbuff, recvbuff, count, int(code), int(RedOp.SUM), comm, stream,
+          comm=comm)
 
 
 class Communicator:

@@ -6,7 +6,9 @@ metadata without wrapping it (:meth:`Adapter.probe`, the function forms' cache k
 current stream (:meth:`Adapter.stream_getter`, resolved at plan time), memory from the
 package's own pool (:meth:`Adapter.allocate_bytes`) and new results in the package
 (:meth:`Adapter.result_allocator`, built at plan time; :meth:`Adapter.empty`), and the few
-layout operations an engine needs on the user's arrays (permute, broadcast copy, scaling).
+layout operations an engine needs on the user's arrays (permute, broadcast copy, scaling);
+torch's and CuPy's also pack and unpack blocks for cuweave.distributed's GPU plane
+(:meth:`Adapter.new_block` and the primitives listed beside it).
 
 Engines never name a package: they hold the adapter of their operands
 (``adapter(op.package)``) and call it. Adding a package (JAX, say) is one new subclass
@@ -217,6 +219,21 @@ class Adapter:
         raise InvalidOptionError(
             f"norm must be None for {self.name} operands when it cannot be fused, got a scale")
 
+    # ---- blocks (cuweave.distributed's GPU plane: packing, unpacking, new arrays) ---------
+    # torch and CuPy provide ``device_of(x)``, ``device_count()``, ``device_scope(device_id)``,
+    # ``new_array(shape, dtype, device_id, *, order, zeros)``, ``block_index(idx, like)`` (per
+    # axis a slice or an int64 NumPy array -> the package's index on ``like``'s device),
+    # ``take(x, idx)`` (a C-contiguous copy), ``region(out, idx)`` (a C-contiguous writable
+    # view, or None), ``put(out, idx, block)``, ``pointer(x)``, ``matrix_op(x, t, conj)``.
+    def new_block(self, like, shape, dtype=None, *, order: str = "C", zeros: bool = False):
+        """A new array of ``shape`` on ``like``'s device, of ``like``'s dtype unless ``dtype``
+        (the package's or NumPy's) is given, in ``order`` "C" or "F"."""
+        return self.new_array(shape, like.dtype if dtype is None else dtype,
+                              self.device_of(like), order=order, zeros=zeros)
+
+    def nbytes(self, x) -> int:
+        return x.nbytes
+
 
 class NumpyAdapter(Adapter):
     name = "numpy"
@@ -360,6 +377,62 @@ class TorchAdapter(Adapter):
             return
         self.on_stream(stream, device_id, obj.mul_, scale)
 
+    # ---- blocks (see Adapter) --------------------------------------------------------------
+    def device_of(self, x):
+        return x.device.index
+
+    def device_count(self) -> int:
+        cuda = self._torch().cuda
+        return cuda.device_count() if cuda.is_available() else 0
+
+    def device_scope(self, device_id: int):
+        return self._torch().cuda.device(device_id)
+
+    def new_array(self, shape, dtype, device_id, *, order="C", zeros=False):
+        torch, shape = self._torch(), tuple(shape)
+        if not isinstance(dtype, torch.dtype):
+            dtype = self._dtype(np.dtype(dtype).name)
+        new = torch.zeros if zeros else torch.empty
+        kw = {"dtype": dtype, "device": torch.device(self.device_type, device_id)}
+        if order != "F":
+            return new(shape, **kw)
+        t = new(shape[::-1], **kw)
+        return t.permute(*range(t.ndim - 1, -1, -1))
+
+    def block_index(self, idx, like) -> tuple:
+        torch = self._torch()
+        return tuple(i if isinstance(i, slice) else torch.as_tensor(i, device=like.device)
+                     for i in idx)
+
+    def take(self, x, idx):
+        y = x[_slices_then_full(idx)]
+        for axis, i in enumerate(idx):
+            if not isinstance(i, slice):
+                y = y.index_select(axis, i)
+        return y.contiguous()
+
+    def region(self, out, idx):
+        v = out[idx] if _all_slices(idx) else None
+        return v if v is not None and v.is_contiguous() else None
+
+    def put(self, out, idx, block) -> None:
+        if _all_slices(idx):
+            out[idx].copy_(block)
+            return
+        torch, n = self._torch(), len(idx)
+        grid = [(torch.arange(i.start, i.stop, device=out.device) if isinstance(i, slice) else i)
+                .reshape([-1 if a == axis else 1 for a in range(n)]) for axis, i in enumerate(idx)]
+        out[tuple(grid)] = block
+
+    def pointer(self, x) -> int:
+        return x.data_ptr()
+
+    def matrix_op(self, x, transpose: bool, conjugate: bool):
+        """``x``, ``x.T`` or ``x.conj().T`` of a matrix (the conjugate resolved)."""
+        if not transpose:
+            return x
+        return x.mT.conj().resolve_conj() if conjugate else x.mT
+
 
 class CupyAdapter(Adapter):
     name = "cupy"
@@ -476,6 +549,57 @@ class CupyAdapter(Adapter):
             obj.__imul__(scale)
 
         self.on_stream(stream, device_id, scale_in_place)
+
+    # ---- blocks (see Adapter): CuPy works on the current device (the caller's device_scope)
+    def device_of(self, x):
+        return x.device.id
+
+    def device_count(self) -> int:
+        try:
+            return self._cupy().cuda.runtime.getDeviceCount()
+        except Exception:  # CUDARuntimeError without a driver or device
+            return 0
+
+    def device_scope(self, device_id: int):
+        return self._cupy().cuda.Device(device_id)
+
+    def new_array(self, shape, dtype, device_id, *, order="C", zeros=False):
+        cupy = self._cupy()
+        with cupy.cuda.Device(device_id):
+            return (cupy.zeros if zeros else cupy.empty)(tuple(shape), dtype=dtype, order=order)
+
+    def block_index(self, idx, like) -> tuple:
+        cupy = self._cupy()
+        with cupy.cuda.Device(like.device.id):
+            return tuple(i if isinstance(i, slice) else cupy.asarray(i) for i in idx)
+
+    def take(self, x, idx):
+        cupy = self._cupy()
+        y = x[_slices_then_full(idx)]
+        for axis, i in enumerate(idx):
+            if not isinstance(i, slice):
+                y = cupy.take(y, i, axis=axis)
+        return cupy.ascontiguousarray(y)
+
+    def region(self, out, idx):
+        v = out[idx] if _all_slices(idx) else None
+        return v if v is not None and v.flags.c_contiguous else None
+
+    def put(self, out, idx, block) -> None:
+        if _all_slices(idx):
+            out[idx] = block
+            return
+        cupy = self._cupy()
+        out[cupy.ix_(*[cupy.arange(i.start, i.stop) if isinstance(i, slice) else i
+                       for i in idx])] = block
+
+    def pointer(self, x) -> int:
+        return x.data.ptr
+
+    def matrix_op(self, x, transpose: bool, conjugate: bool):
+        if not transpose:
+            return x
+        return x.T.conj() if conjugate else x.T
 
 
 NUMPY, TORCH, CUPY, GENERIC = NumpyAdapter(), TorchAdapter(), CupyAdapter(), Adapter()
@@ -668,6 +792,16 @@ def _wrap_dlpack(x, name):
     v = _dl.import_dlpack(x, name)
     return Operand(x, "dlpack", v.ptr, v.shape, v.strides, v.dtype, "cuda", int(dev_id),
                    keepalive=v.capsule)
+
+
+# ---- block helpers ---------------------------------------------------------------------------
+def _all_slices(idx) -> bool:
+    return all(isinstance(i, slice) for i in idx)
+
+
+def _slices_then_full(idx) -> tuple:
+    """The basic-slicing part of ``idx``: its slices, ``slice(None)`` for index arrays."""
+    return tuple(i if isinstance(i, slice) else slice(None) for i in idx)
 
 
 # ---- allocation helpers ----------------------------------------------------------------------

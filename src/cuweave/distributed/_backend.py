@@ -5,16 +5,19 @@ and computes on that memory: :class:`HostBackend` (NumPy arrays and CPU torch te
 all-to-all exchanges and the CPU FFT/GEMM engines) or, for GPU operands (CuPy arrays, CUDA torch
 tensors), ``_gpu.GpuBackend`` (NCCL grouped send/recv and cuweave's cuFFT/cuBLASLt engines).
 Both have the same methods: ``unwrap``, ``wrap``, ``dtype_str``, ``exchange``, ``fft_local``,
-``matmul_local`` and the few array operations the distributed matmul needs.
+``matmul_local``, ``allreduce_sum`` (bias gradients) and the few array operations the
+distributed matmul needs (``ops_for`` gives the block operations, ``scope`` the device).
 
 Every data movement is an :class:`ExchangePlan`: which global indices this process sends to and
 receives from every other, computed once from two layouts. Executing it is parametrized by the
-array operations (:class:`NumpyOps` here; torch/CuPy ones in ``_gpu``) and by the transport
-(:func:`mpi_alltoallv` here; NCCL in ``_gpu``): one planner, two transports.
+block operations (:class:`NumpyOps` here; on GPU operands their package's adapter, torch's or
+CuPy's) and by the transport (:func:`mpi_alltoallv` here; NCCL in ``_gpu``): one planner, two
+transports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from typing import TYPE_CHECKING
@@ -71,45 +74,52 @@ def axis_indices(positions) -> list:
 
 
 class NumpyOps:
-    """The array operations :meth:`ExchangePlan.execute` needs, on NumPy arrays.
+    """The block operations :meth:`ExchangePlan.execute` needs, on NumPy arrays.
 
-    An index (from :meth:`index`) is what the package indexes a block with; ``take`` returns a
-    C-contiguous block, ``view`` a writable view of a block or ``None`` (then the plan receives
-    into a fresh block and ``put``s it), ``put`` writes a block.
+    The same interface as the GPU packages' adapters (``cuweave._internal.packages``): an
+    index (from :meth:`block_index`) is what the package indexes a block with; ``take`` returns
+    a C-contiguous block, ``region`` a writable view of a block or ``None`` (then the plan
+    receives into a fresh block and ``put``s it), ``put`` writes a block.
     """
 
     name = "numpy"
 
     @staticmethod
-    def key(like) -> tuple:
-        return ("numpy",)
+    def device_of(like):
+        return None
 
     @staticmethod
-    def index(positions, like):
-        idx = axis_indices(positions)
-        if all(isinstance(i, slice) for i in idx):
+    def block_index(idx, like):
+        if _all_slices(idx):
             return tuple(idx)
         return np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
 
     @staticmethod
-    def empty(like, shape):
-        return np.empty(shape, like.dtype)
+    def new_block(like, shape, dtype=None, *, order="C", zeros=False):
+        return (np.zeros if zeros else np.empty)(
+            shape, like.dtype if dtype is None else dtype, order=order)
 
     @staticmethod
     def take(x, idx):
         return np.ascontiguousarray(x[idx])
 
     @staticmethod
-    def view(out, idx):
-        return out[idx] if all(isinstance(i, slice) for i in idx) else None
+    def region(out, idx):
+        return out[idx] if _all_slices(idx) else None
 
     @staticmethod
     def put(out, idx, block) -> None:
         out[idx] = block
 
-    @staticmethod
-    def copy(out, out_idx, x, x_idx) -> None:
-        out[out_idx] = x[x_idx]
+
+def _all_slices(idx) -> bool:
+    return all(isinstance(i, slice) for i in idx)
+
+
+def copy_block(ops, out, out_idx, x, x_idx) -> None:
+    """``out[out_idx] = x[x_idx]`` with ``ops``' indices (a view when both are slices)."""
+    sliced = _all_slices(out_idx) and _all_slices(x_idx)
+    ops.put(out, out_idx, x[x_idx] if sliced else ops.take(x, x_idx))
 
 
 def mpi_alltoallv(group, sends, recvs) -> None:
@@ -170,34 +180,35 @@ class ExchangePlan:
 
     def indices(self, ops, like) -> list:
         """Per peer ``(send index, receive index)`` in ``ops``' form (built once per key)."""
-        key = ops.key(like)
+        key = (ops.name, ops.device_of(like))
         idx = self._indices.get(key)
         if idx is None:
             idx = self._indices[key] = [
-                (None if s is None else ops.index(s, like), None if r is None else
-                 ops.index(r, like)) for s, r in zip(self.sends, self.recvs)]
+                tuple(None if p is None else ops.block_index(axis_indices(p), like)
+                      for p in (s, r)) for s, r in zip(self.sends, self.recvs)]
         return idx
 
     def execute(self, group, local, ops=NumpyOps, transport=mpi_alltoallv):
         """This process's destination block from its source block ``local`` (collective).
 
-        ``ops`` supplies the array operations (allocation, packing, unpacking) and
+        ``ops`` supplies the block operations (:class:`NumpyOps`, or the GPU package's adapter:
+        allocation, packing, unpacking) and
         ``transport(group, sends, recvs)`` moves the packed blocks; it is called on every
         process when there is more than one, even with nothing to move.
         """
-        out = ops.empty(local, self.dst_shape)
+        out = ops.new_block(local, self.dst_shape)
         sends, recvs, pending = [], [], []
         for peer, (sidx, ridx) in enumerate(self.indices(ops, local)):
             if peer == self.rank:
                 if sidx is not None:
-                    ops.copy(out, ridx, local, sidx)
+                    copy_block(ops, out, ridx, local, sidx)
                 continue
             if sidx is not None:
                 sends.append((peer, ops.take(local, sidx)))
             if ridx is not None:
-                target = ops.view(out, ridx)
+                target = ops.region(out, ridx)
                 if target is None:
-                    target = ops.empty(local, tuple(map(len, self.recvs[peer])))
+                    target = ops.new_block(local, tuple(map(len, self.recvs[peer])))
                     pending.append((ridx, target))
                 recvs.append((peer, target))
         if group.nranks > 1:
@@ -250,8 +261,29 @@ class HostBackend:
         return array
 
     @staticmethod
+    def ops_for(x):
+        return NumpyOps
+
+    @staticmethod
+    def scope(x):
+        return contextlib.nullcontext()
+
+    @staticmethod
     def exchange(group, plan: ExchangePlan, local: np.ndarray) -> np.ndarray:
         return plan.execute(group, local, NumpyOps, mpi_alltoallv)
+
+    @staticmethod
+    def allreduce_sum(group, x: np.ndarray) -> None:
+        """Sum the contiguous vector ``x`` over the processes, in place (collective): one MPI
+        ``Allreduce`` (float16 through float32: MPI has no standard half type)."""
+        if group.nranks == 1:
+            return
+        if x.dtype.itemsize < 4:
+            wide = x.astype(np.float32)
+            group.allreduce_sum(wide)
+            x[...] = wide
+        else:
+            group.allreduce_sum(x)
 
     @staticmethod
     def fft_local(kind: str, x: np.ndarray, axes, out_shape, out_dtype, last_axis_parity="even"):
@@ -283,6 +315,11 @@ class HostBackend:
         if not transpose:
             return x
         return (x.conj() if conjugate else x).T
+
+    @staticmethod
+    def zeros(like, shape, dtype=None, order: str = "C"):
+        """A zero array of ``shape``, of ``like``'s dtype unless ``dtype`` is given."""
+        return np.zeros(shape, like.dtype if dtype is None else dtype, order=order)
 
     @staticmethod
     def zeros_like_result(a, b, shape):

@@ -38,7 +38,8 @@ class ProcessGroup:
     """The processes taking part in distributed operations (nvmath-python's ``ProcessGroup``).
 
     Subclasses provide ``rank``, ``nranks`` and the collectives cuweave uses:
-    ``allgather_object``, ``broadcast_object`` and ``alltoallv_bytes``.
+    ``allgather_object``, ``broadcast_object``, ``alltoallv_bytes`` and (EXT, for the bias
+    gradients of the distributed matmul on host operands) ``allreduce_sum``.
     """
 
     rank: int
@@ -51,6 +52,9 @@ class ProcessGroup:
         raise NotImplementedError
 
     def alltoallv_bytes(self, send, send_counts, recv, recv_counts):  # pragma: no cover
+        raise NotImplementedError
+
+    def allreduce_sum(self, array) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
 
@@ -84,6 +88,13 @@ class MPIProcessGroup(ProcessGroup):
         rdispl = _displacements(recv_counts)
         self.communicator.Alltoallv([send, (send_counts, sdispl), MPI.BYTE],
                                     [recv, (recv_counts, rdispl), MPI.BYTE])
+
+    def allreduce_sum(self, array) -> None:
+        """Sum ``array`` (a contiguous float32/float64 NumPy array) over the processes, in
+        place."""
+        from mpi4py import MPI
+
+        self.communicator.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
 
 
 def _displacements(counts):
