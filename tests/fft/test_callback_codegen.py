@@ -51,9 +51,9 @@ def _nvrtc_ltoir(src: str) -> bytes:
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             pytest.skip(f"NVRTC cannot compile the caller here: {err}")
         _, size = nvrtc.nvrtcGetLTOIRSize(prog)
-        buf = b" " * size
+        buf = bytearray(size)  # NVRTC writes into it: never an immutable (maybe cached) bytes
         nvrtc.nvrtcGetLTOIR(prog, buf)
-        return buf
+        return bytes(buf)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
@@ -160,9 +160,9 @@ def _nvrtc_ptx(src: str) -> str:
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             pytest.skip(f"NVRTC cannot compile here: {err}")
         _, size = nvrtc.nvrtcGetPTXSize(prog)
-        buf = b" " * size
+        buf = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, buf)
-        return buf.decode()
+        return bytes(buf).decode()
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -47,13 +47,17 @@ def compile_ltoir(source: str, name: str, options, headers=((), ())) -> tuple:
         options = list(options)
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         (size,) = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * size
+        # NVRTC writes into the buffer: a bytearray, never ``b" " * size``. For an empty log
+        # (size 1) that is CPython's one cached b" ", and NVRTC's NUL overwrote it for the
+        # whole process; Python 3.12 then parsed the " " of f-strings in modules imported
+        # later as NUL (the cuRAND shim's source lost its spaces after a twiddle-table build)
+        log = bytearray(size)
         _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-        log_text = log.decode(errors="replace").rstrip("\x00 ")
+        log_text = bytes(log).decode(errors="replace").rstrip("\x00 ")
         if int(status) != 0:
             return False, log_text, None
         (size,) = _check(nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")
-        ir = b" " * size
+        ir = bytearray(size)
         _check(nvrtc.nvrtcGetLTOIR(prog, ir), "nvrtcGetLTOIR")
         return True, log_text, bytes(ir)
     finally:
