@@ -27,8 +27,9 @@ A kernel using a block FFT::
 
 numba aligns ``complex64`` array elements to 4 bytes, so ``data[b, j]`` reads and writes each
 element as two 4-byte accesses. Viewing the array as the 8-byte vector type inside the kernel,
-``v = data.view(float32x2_type)``, moves each element in one access (``td[i] = v[b, j]``, ``v[b, j] = td[i]``: the vector converts to and from complex
-exactly); on the H200 that took 65536 FFTs of 256 points from 0.94x to parity with cuFFT
+``v = data.view(float32x2_type)``, moves each element in one access (``td[i] = v[b, j]``,
+``v[b, j] = td[i]``: the vector converts to and from complex exactly); on the H200 that took
+65536 FFTs of 256 points from 0.95x to 1.02x cuFFT's throughput
 (``benchmarks/results/device_fft.md``).
 """
 
