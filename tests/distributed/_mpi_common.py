@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from cuweave.distributed.distribution import Box, ProcessGrid
+from cuweave.distributed.distribution import BlockCyclic, BlockNonCyclic, Box, ProcessGrid, Slab
 
 COMM = MPI.COMM_WORLD
 RANK, P = COMM.Get_rank(), COMM.Get_size()
@@ -38,7 +38,8 @@ def rand(shape, dtype, seed):
 
 
 def close(got, want, dtype, what):
-    tol = 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+    tol = {np.float16: 1e-2, np.float32: 2e-4, np.complex64: 2e-4}.get(np.dtype(dtype).type,
+                                                                        1e-10)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
     err = float(np.abs(got - want).max()) / scale if want.size else 0.0
@@ -78,3 +79,31 @@ def grids():
         return [ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.COL_MAJOR),
                 ProcessGrid(shape=(2, 2), layout=ProcessGrid.Layout.ROW_MAJOR)]
     return [ProcessGrid(shape=(P, 1))]
+
+
+# ---- bias gradients of the distributed matmul ------------------------------------------------
+#: (m, n, k): uneven splits on 3 and 4 processes, and blocks of D with no columns / no rows
+BGRAD_SHAPES = [(11, 7, 5), (9, 2, 4), (2, 9, 3)]
+
+
+def bgrad_cases():
+    """(a, b, result) distributions: D split on rows, on columns, and on a 2-D grid (processes
+    sharing rows and columns), block-cyclic and not."""
+    cases = [(Slab.X, Slab.Y, Slab.X), (Slab.Y, Slab.X, Slab.Y), (Slab.X, Slab.X, Slab.Y)]
+    for g in grids():
+        bc = BlockCyclic(g, (2, 3))
+        cases += [(bc, bc, bc), (Slab.Y, bc, BlockNonCyclic(g))]
+    return cases
+
+
+def one_process(a, b, epilog, **kwargs):
+    """The single-process product with the same epilog on the gathered data (CPU engine)."""
+    from cuweave.linalg.advanced import matmul
+
+    return matmul(a, b, epilog=epilog, execution="cpu", **kwargs)
+
+
+def bgrad_share(want, name, dist_d, shape):
+    """What a process gets of the one-process gradient ``want``: all of ``bgradb``, its rows of
+    D of the others."""
+    return want if name == "bgradb" else want[dist_d._index_sets(RANK, P, shape)[0]]

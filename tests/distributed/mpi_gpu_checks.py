@@ -11,7 +11,21 @@ module needs neither torch nor CuPy: they are imported by :func:`start`.
 from __future__ import annotations
 
 import numpy as np
-from _mpi_common import RANK, P, block, check, close, expect, grids, rand, random_tiling
+from _mpi_common import (
+    BGRAD_SHAPES,
+    RANK,
+    P,
+    bgrad_cases,
+    bgrad_share,
+    block,
+    check,
+    close,
+    expect,
+    grids,
+    one_process,
+    rand,
+    random_tiling,
+)
 
 import cuweave.distributed as dist
 from cuweave import InvalidOperandError
@@ -275,6 +289,109 @@ def gpu_matmul_qualifiers_inplace_stateful_and_epilogs():
                    epilog_inputs={"bias": to_gpu(block(bias, Slab.X), pkg)})
         close(to_host(d, pkg), block(np.maximum(a @ b + bias, 0), Slab.X), np.float32,
               "relu_bias")
+
+
+# ---- matmul: bias gradients, summed over the processes with NCCL -----------------------------
+#: GPU vs the CPU engine: cuBLASLt's GELU uses a fast tanh (float64 relative error ~1e-10)
+GPU_TOL = {np.float16: 2e-2, np.float32: 1e-3, np.float64: 1e-8}
+
+
+def near(got, want, dtype, what):
+    """``close`` with the GPU-vs-CPU tolerance of ``dtype``."""
+    tol = GPU_TOL[np.dtype(dtype).type]
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    scale = max(1.0, float(np.abs(want).max()) if want.size else 1.0)
+    err = float(np.abs(got.astype(np.float64) - want).max()) / scale if want.size else 0.0
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
+
+
+def gradient(aux, name, pkg, dtype, what):
+    """The bias gradient ``name`` on the host, after checking it is the only aux output, an
+    array of ``pkg`` on this process's GPU, of the operands' dtype."""
+    assert list(aux) == [name], f"{what}: aux keys {list(aux)}"
+    assert dtype_of(aux[name], pkg) == dtype, f"{what}: {aux[name].dtype}"
+    return to_host(aux[name], pkg)
+
+
+@check("gpu_matmul")
+def gpu_matmul_bgrada_bgradb_every_distribution():
+    for pkg in packages():
+        for seed, (m, n, k) in enumerate(BGRAD_SHAPES):
+            for dtype in (np.float32, np.float64, np.float16):
+                a, b = rand((m, k), dtype, 60 + seed), rand((k, n), dtype, 70 + seed)
+                for epilog in ("bgrada", "bgradb"):
+                    want_d, want = one_process(a, b, epilog)
+                    for da, db, dc in bgrad_cases():
+                        what = f"{pkg} {epilog} {dtype.__name__} {(m, n, k)} {da} {db} {dc}"
+                        d, aux = matmul(to_gpu(block(a, da), pkg), to_gpu(block(b, db), pkg),
+                                        distributions=[da, db, dc], epilog=epilog)
+                        near(to_host(d, pkg), block(want_d, dc), dtype, what)
+                        near(gradient(aux, epilog, pkg, dtype, what),
+                             bgrad_share(want[epilog], epilog, dc, (m, n)), dtype, what)
+
+
+@check("gpu_matmul")
+def gpu_matmul_drelu_dgelu_bgrad_after_the_forward_pass():
+    for pkg in packages():
+        for seed, (m, n, k) in enumerate(BGRAD_SHAPES[:2]):
+            for dtype in (np.float32, np.float64):
+                a, b = rand((m, k), dtype, 80 + seed), rand((k, n), dtype, 81 + seed)
+                g, h = rand((m, k), dtype, 82 + seed), rand((k, n), dtype, 83 + seed)
+                c = rand((m, n), dtype, 84 + seed)
+                for act in ("relu", "gelu"):
+                    key, name = f"{act}_aux", f"d{act}_bgrad"
+                    fwd = one_process(a, b, key)[1][key]
+                    want_d, want = one_process(g, h, name, c=c, beta=0.5,
+                                               epilog_inputs={key: fwd})
+                    for da, db, dc in bgrad_cases():
+                        what = f"{pkg} {name} {dtype.__name__} {(m, n, k)} {da} {db} {dc}"
+                        dists = [da, db, dc]
+                        _, local = matmul(to_gpu(block(a, da), pkg), to_gpu(block(b, db), pkg),
+                                          distributions=dists, epilog=key)
+                        d, aux = matmul(to_gpu(block(g, da), pkg), to_gpu(block(h, db), pkg),
+                                        to_gpu(block(c, dc), pkg), beta=0.5, distributions=dists,
+                                        epilog=name, epilog_inputs={key: local[key]})
+                        near(to_host(d, pkg), block(want_d, dc), dtype, what)
+                        near(gradient(aux, name, pkg, dtype, what),
+                             bgrad_share(want[name], name, dc, (m, n)), dtype, what)
+
+
+@check("gpu_matmul")
+def gpu_matmul_bgrad_bfloat16_torch_stateful_and_errors():
+    if "torch" in packages():
+        import torch
+
+        m, n, k = 24, 16, 64
+        a, b = rand((m, k), np.float32, 24), rand((k, n), np.float32, 25)
+        ab = torch.from_numpy(a).to(torch.bfloat16).float().numpy()  # the values bf16 holds
+        bb = torch.from_numpy(b).to(torch.bfloat16).float().numpy()
+        da = to_gpu(block(a, Slab.X), "torch").to(torch.bfloat16)
+        db = to_gpu(block(b, Slab.Y), "torch").to(torch.bfloat16)
+        with Matmul(da, db, distributions=[Slab.X, Slab.Y, Slab.X]) as mm:
+            mm.plan(epilog="bgradb")
+            for scale in (1.0, 2.0):
+                if scale != 1.0:
+                    mm.reset_operands(b=db * 2)
+                _, aux = mm.execute()
+                assert aux["bgradb"].dtype == torch.bfloat16
+                got, want = to_host(aux["bgradb"], "torch"), scale * bb.sum(0)
+                assert np.abs(got - want).max() <= 2e-2 * max(1.0, np.abs(want).max()), "bf16"
+        _, aux = matmul(da, db, distributions=[Slab.X, Slab.Y, Slab.X], epilog="bgrada")
+        got, want = to_host(aux["bgrada"], "torch"), block(ab.sum(1), (Slab.X._index_sets(
+            RANK, P, (m, n))[0],))
+        assert np.abs(got - want).max() <= 2e-2 * max(1.0, np.abs(want).max()), "bf16 bgrada"
+    for pkg in packages():  # typed errors on every process, before any work
+        x = rand((8, 1), np.float32, 26)
+        y = rand((1, 6), np.float32, 27)
+        dists = [Slab.X, Slab.Y, Slab.X]
+        gx, gy = to_gpu(block(x, Slab.X), pkg), to_gpu(block(y, Slab.Y), pkg)
+        e = expect(InvalidOperandError, matmul, gx, gy, distributions=dists,
+                   epilog="drelu_bgrad", epilog_inputs={"relu_aux": gx})
+        assert str(e).startswith("k must be >= 2 for epilog DRELU_BGRAD"), str(e)
+        z = rand((8, 8), np.complex64, 28)
+        e = expect(InvalidOperandError, matmul, to_gpu(block(z, Slab.X), pkg),
+                   to_gpu(block(z, Slab.Y), pkg), distributions=dists, epilog="bgrada")
+        assert str(e).startswith("dtype must be real for epilog BGRADA"), str(e)
 
 
 # ---- errors --------------------------------------------------------------------------------

@@ -18,15 +18,19 @@ import _fake_cupy
 import mpi_gpu_checks  # noqa: F401 - registers the GPU groups (gpu_*)
 import numpy as np
 from _mpi_common import (  # tests/distributed: the script's folder, first on sys.path
+    BGRAD_SHAPES,
     CHECKS,
     COMM,
     RANK,
     P,
+    bgrad_cases,
+    bgrad_share,
     block,
     check,
     close,
     expect,
     grids,
+    one_process,
     rand,
     random_tiling,
 )
@@ -35,7 +39,7 @@ from mpi4py import MPI
 import cuweave.distributed as dist
 from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
 from cuweave._internal import packages
-from cuweave.distributed import NotSupportedError, UnsupportedMemorySpaceError
+from cuweave.distributed import UnsupportedMemorySpaceError
 from cuweave.distributed._backend import HOST, ExchangePlan, NumpyOps
 from cuweave.distributed._distributions import Layout
 from cuweave.distributed._gpu import nccl_transport
@@ -279,9 +283,125 @@ def matmul_epilogs():
     want = block(a @ b, Slab.X)
     # the local engine's aux format (rows padded as cuBLASLt's) holds GELU's input
     close(aux["gelu_aux"][:len(want)], want, np.float64, "gelu aux holds the input")
-    e = expect(NotSupportedError, matmul, block(a, Slab.X), block(b, Slab.Y),
-               distributions=dists, epilog="bgrada")
-    assert "epilog" in str(e)
+
+
+# ---- matmul: bias gradients, summed over the processes -------------------------------------
+@check("matmul_bgrad")
+def matmul_bgrada_bgradb_every_distribution():
+    for seed, (m, n, k) in enumerate(BGRAD_SHAPES):
+        for dtype in (np.float64, np.float32, np.float16):
+            a, b = rand((m, k), dtype, 60 + seed), rand((k, n), dtype, 70 + seed)
+            for epilog in ("bgrada", "bgradb"):
+                want_d, want = one_process(a, b, epilog)
+                for da, db, dc in bgrad_cases():
+                    what = f"{epilog} {dtype.__name__} {(m, n, k)} {da} {db} {dc}"
+                    d, aux = matmul(block(a, da), block(b, db), distributions=[da, db, dc],
+                                    epilog=epilog)
+                    close(d, block(want_d, dc), dtype, what)
+                    assert list(aux) == [epilog] and aux[epilog].dtype == dtype, what
+                    close(aux[epilog], bgrad_share(want[epilog], epilog, dc, (m, n)), dtype,
+                          what)
+
+
+@check("matmul_bgrad")
+def matmul_drelu_dgelu_bgrad_after_the_forward_pass():
+    for seed, (m, n, k) in enumerate(BGRAD_SHAPES[:2]):
+        for dtype in (np.float64, np.float32):
+            a, b = rand((m, k), dtype, 80 + seed), rand((k, n), dtype, 81 + seed)
+            g, h = rand((m, k), dtype, 82 + seed), rand((k, n), dtype, 83 + seed)
+            c = rand((m, n), dtype, 84 + seed)
+            for act in ("relu", "gelu"):
+                key, name = f"{act}_aux", f"d{act}_bgrad"
+                fwd = one_process(a, b, key)[1][key]
+                want_d, want = one_process(g, h, name, c=c, beta=0.5, epilog_inputs={key: fwd})
+                for da, db, dc in bgrad_cases():
+                    what = f"{name} {dtype.__name__} {(m, n, k)} {da} {db} {dc}"
+                    dists = [da, db, dc]
+                    _, local = matmul(block(a, da), block(b, db), distributions=dists,
+                                      epilog=key)
+                    d, aux = matmul(block(g, da), block(h, db), block(c, dc), beta=0.5,
+                                    distributions=dists, epilog=name,
+                                    epilog_inputs={key: local[key]})
+                    close(d, block(want_d, dc), dtype, what)
+                    assert list(aux) == [name], what
+                    close(aux[name], bgrad_share(want[name], name, dc, (m, n)), dtype, what)
+
+
+@check("matmul_bgrad")
+def matmul_bgrad_stateful_qualifiers_and_torch():
+    m, n, k = 10, 6, 7
+    at, bt = rand((k, m), np.float64, 90), rand((n, k), np.float64, 91)  # stored transposed
+    q = np.zeros(3, dtype=matrix_qualifiers_dtype)
+    q[0]["is_transpose"] = q[1]["is_transpose"] = 1
+    dists = [Slab.Y, Slab.X, Slab.X]
+    for epilog in ("bgrada", "bgradb"):
+        with Matmul(block(at, Slab.Y), block(bt, Slab.X), distributions=dists,
+                    qualifiers=q) as mm:
+            mm.plan(epilog=epilog)
+            for scale in (1.0, 2.0):
+                if scale != 1.0:
+                    mm.reset_operands(a=block(scale * at, Slab.Y))
+                want_d, want = one_process(scale * at.T, bt.T, epilog)
+                d, aux = mm.execute()
+                close(d, block(want_d, Slab.X), np.float64, f"stateful {epilog} x{scale}")
+                close(aux[epilog], bgrad_share(want[epilog], epilog, Slab.X, (m, n)),
+                      np.float64, f"stateful {epilog} x{scale}")
+    try:
+        import torch
+    except ImportError:
+        return
+    a, b = at.T.copy(), bt.T.copy()
+    ta, tb = torch.from_numpy(block(a, Slab.X)), torch.from_numpy(block(b, Slab.Y))
+    dists = [Slab.X, Slab.Y, Slab.X]
+    d, fwd = matmul(ta, tb, distributions=dists, epilog="relu_aux")
+    assert isinstance(fwd["relu_aux"], torch.Tensor)  # aux outputs in the operands' package
+    d, aux = matmul(ta, tb, distributions=dists, epilog="drelu_bgrad",
+                    epilog_inputs={"relu_aux": fwd["relu_aux"]})
+    ref = one_process(a, b, "relu_aux")[1]["relu_aux"]
+    want_d, want = one_process(a, b, "drelu_bgrad", epilog_inputs={"relu_aux": ref})
+    assert isinstance(d, torch.Tensor) and isinstance(aux["drelu_bgrad"], torch.Tensor)
+    close(aux["drelu_bgrad"].numpy(), want["drelu_bgrad"][Slab.X._index_sets(RANK, P, (m, n))[0]],
+          np.float64, "torch drelu_bgrad")
+
+
+@check("matmul_bgrad")
+def matmul_bgrad_bad_inputs_raise_on_every_process_before_any_work():
+    m, n, k = 8, 6, 4
+    a, b = block(rand((m, k), np.float64, 92), Slab.X), block(rand((k, n), np.float64, 93), Slab.Y)
+    dists = [Slab.X, Slab.Y, Slab.X]
+    e = expect(InvalidOperandError, matmul, a + 0j, b + 0j, distributions=dists, epilog="bgrada")
+    assert str(e).startswith("dtype must be real for epilog BGRADA"), str(e)
+    e = expect(InvalidOperandError, matmul, a, b, distributions=dists, epilog="drelu_bgrad")
+    assert str(e).startswith("epilog_inputs must have the keys ['relu_aux']"), str(e)
+    e = expect(InvalidOperandError, matmul, a, b, distributions=dists, epilog="bgradb",
+               epilog_inputs={"bias": np.zeros(len(a))})
+    assert "epilog_inputs must have the keys [] for epilog BGRADB, got ['bias']" in str(e)
+    e = expect(InvalidOptionError, matmul, a, b, distributions=dists, epilog="bgradc")
+    assert str(e).startswith("epilog must be one of") and "'bgradc'" in str(e), str(e)
+    e = expect(InvalidOptionError, matmul, a, b, distributions=dists, epilog="bgradb",
+               epilog_inputs=[1])
+    assert str(e).startswith("epilog_inputs must be a dict"), str(e)
+    for act, dtype in (("relu", np.int8), ("gelu", np.float32)):
+        key = f"{act}_aux"
+        aux = matmul(a, b, distributions=dists, epilog=key)[1][key]
+        bad = aux[:-1] if RANK == P - 1 else aux  # not the forward pass's on one process
+        e = expect(InvalidOperandError, matmul, a, b, distributions=dists, epilog=f"d{act}_bgrad",
+                   epilog_inputs={key: bad})
+        assert f"epilog_inputs['{key}']" in str(e), str(e)
+        assert RANK == P - 1 or f"process {P - 1} rejected" in str(e), str(e)
+        e = expect(InvalidOperandError, matmul, a, b, distributions=dists, epilog=f"d{act}_bgrad",
+                   epilog_inputs={key: aux.astype(dtype)})
+        assert str(e).startswith(f"epilog_inputs['{key}'] dtype must be"), str(e)
+        e = expect(UnsupportedMemorySpaceError, matmul, a, b, distributions=dists,
+                   epilog=f"d{act}_bgrad", epilog_inputs={key: FakeDeviceArray()})
+    relu = matmul(a, b, distributions=dists, epilog="relu_aux")[1]["relu_aux"]
+    with Matmul(a, b, distributions=dists) as mm:  # a plan refused anywhere changes nothing
+        mm.plan(epilog="bgradb")
+        expect(InvalidOperandError, mm.plan, epilog="drelu_bgrad",
+               epilog_inputs={"relu_aux": relu[:-1] if RANK == P - 1 else relu})
+        _, aux = mm.execute()
+        assert list(aux) == ["bgradb"]
+    COMM.Barrier()
 
 
 # ---- errors: raised on every process, before any exchange -----------------------------------

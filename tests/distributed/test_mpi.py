@@ -61,7 +61,8 @@ def run_mpi(nprocs: int, *args: str, timeout: int = 150, env_extra=None) -> str:
 
 
 @pytest.mark.parametrize("group", ["fft_c2c", "fft_r2c", "fft_boxes", "fft_stateful",
-                                   "redistribute", "matmul", "errors", "planner"])
+                                   "redistribute", "matmul", "matmul_bgrad", "errors",
+                                   "planner"])
 def test_four_processes(group):
     out = run_mpi(4, os.path.join(HERE, "mpi_worker.py"), group)
     last = out.strip().splitlines()[-1]
@@ -70,12 +71,13 @@ def test_four_processes(group):
 
 def test_three_processes_uneven_splits():
     out = run_mpi(3, os.path.join(HERE, "mpi_worker.py"), "fft_r2c", "fft_boxes", "redistribute",
-                  "errors", "planner")
+                  "matmul_bgrad", "errors", "planner")
     assert out.strip().splitlines()[-1].endswith(" 0 failed"), out
 
 
 @pytest.mark.parametrize("example, nprocs", [("fft_slab.py", 4), ("redistribute_boxes.py", 2),
-                                             ("matmul_block_cyclic.py", 4)])
+                                             ("matmul_block_cyclic.py", 4),
+                                             ("matmul_bias_gradients.py", 3)])
 def test_examples(example, nprocs):
     out = run_mpi(nprocs, os.path.join(ROOT, "examples", "distributed", example))
     assert out.rstrip().endswith("OK"), out

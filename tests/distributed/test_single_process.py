@@ -142,3 +142,34 @@ def test_docstring_examples_of_the_distributions_run():
 
     res = doctest.testmod(_distributions, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert res.attempted > 0 and res.failed == 0
+
+
+def test_bias_gradient_plans_add_each_sum_once():
+    """Who adds what to the summed bias-gradient vector, on a 2 x 2 grid of 5 x 4 blocks: D's
+    partial column sums from every block; op(A)'s and op(B)'s complete sums from the lowest
+    rank holding them (a block with no columns adds no row sums)."""
+    from cuweave.distributed._distributions import Layout
+    from cuweave.distributed.linalg.advanced._bgrad import plan_bias_gradient
+    from cuweave.linalg.advanced._epilogs import epilog_spec
+
+    r, c = (np.arange(0, 3), np.arange(3, 5)), (np.arange(0, 2), np.arange(2, 4))
+    layout = Layout((5, 4), [(r[0], c[0]), (r[1], c[0]), (r[0], c[1]), (r[1], c[1])])
+    assert plan_bias_gradient(epilog_spec("relu_aux"), layout, 0) is None
+    for rank in range(4):
+        d = plan_bias_gradient(epilog_spec("drelu_bgrad"), layout, rank)
+        assert (d.name, d.length) == ("drelu_bgrad", 5)
+        assert list(d.src) == list(range(len(r[rank % 2])))
+        assert list(d.dst) == list(d.out) == list(r[rank % 2])
+        a = plan_bias_gradient(epilog_spec("bgrada"), layout, rank)
+        assert list(a.dst) == (list(r[rank]) if rank < 2 else [])
+        assert list(a.out) == list(r[rank % 2])
+        b = plan_bias_gradient(epilog_spec("bgradb"), layout, rank)
+        assert b.length == 4 and b.out is None
+        assert list(b.dst) == (list(c[rank // 2]) if rank in (0, 2) else [])
+    no_columns = Layout((5, 4), [(r[0], np.arange(0, 4)), (r[1], np.arange(0, 4)),
+                                 (r[0], np.arange(0, 0)), (r[1], np.arange(0, 0))])
+    for rank in range(4):
+        a = plan_bias_gradient(epilog_spec("bgrada"), no_columns, rank)
+        d = plan_bias_gradient(epilog_spec("dgelu_bgrad"), no_columns, rank)
+        assert len(a.src) == len(d.src) == (len(r[rank]) if rank < 2 else 0)
+        assert list(a.out) == list(r[rank % 2])  # an empty block still gets its rows' sums

@@ -5,9 +5,11 @@
 the transpose (conjugate transpose) the qualifiers ask for. Each process gathers the rows of
 ``op(A)`` and the columns of ``op(B)`` its block of ``D`` needs (one all-to-all per operand,
 planned from the distributions: MPI on CPU ranks, NCCL between GPUs) and runs the local GEMM
-engine (CPU, or cuBLASLt on GPU operands) with the epilog on its block. Epilogs that act
-elementwise on ``D`` (bias along its rows, ReLU/GELU, their aux outputs and gradients) are
-supported; bias-gradient epilogs, which reduce across processes, are not yet.
+engine (CPU, or cuBLASLt on GPU operands) with the epilog on its block. Every epilog of
+:class:`MatmulEpilog` is supported, described by the single-process engine's epilog table: those
+acting elementwise on ``D`` (bias along its rows, ReLU/GELU, their aux outputs, which are this
+process's block's) need nothing more; the bias gradients (BGRADA, BGRADB, DRELU_BGRAD,
+DGELU_BGRAD) reduce across processes and are summed with one allreduce (see ``_bgrad``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ import numpy as np
 
 from ...._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ...._internal.logging import get_logger
+from ....linalg.advanced._binding import frame_constraints
+from ....linalg.advanced._epilogs import (
+    MatmulEpilog,
+    aux_layout,
+    epilog_spec,
+    validate_epilog,
+    validate_epilog_inputs,
+)
+from ....linalg.advanced._layout import aux_frames
 from ..._backend import ExchangePlan
 from ..._distributions import Layout
-from ..._errors import NotSupportedError
 from ..._runtime import agree, require_context
 from ..._spec import (
     check_same,
@@ -32,6 +42,7 @@ from ..._spec import (
     local_operand,
     resolve_layout,
 )
+from ._bgrad import plan_bias_gradient, reduce_bias_gradient
 
 __all__ = ["MatmulOptions", "Matmul", "matmul", "matrix_qualifiers_dtype"]
 
@@ -40,8 +51,6 @@ _log = get_logger("distributed.matmul")
 matrix_qualifiers_dtype = np.dtype([("structure", object), ("is_transpose", "<i1"),
                                     ("is_conjugate", "<i1")])
 _DTYPES = ("float16", "float32", "float64", "complex64", "complex128")
-_LOCAL_EPILOGS = ("DEFAULT", "RELU", "RELU_AUX", "BIAS", "RELU_BIAS", "RELU_AUX_BIAS", "DRELU",
-                  "GELU", "GELU_AUX", "GELU_BIAS", "GELU_AUX_BIAS", "DGELU")
 
 
 @dataclasses.dataclass
@@ -111,20 +120,6 @@ def _qualifiers(value, count: int):
     return out
 
 
-def _epilog_name(epilog) -> str:
-    if epilog is None:
-        return "DEFAULT"
-    from ....linalg.advanced import MatmulEpilog
-
-    try:
-        if isinstance(epilog, str):
-            return MatmulEpilog[epilog.strip().upper()].name
-        return MatmulEpilog(int(epilog)).name
-    except (KeyError, ValueError, TypeError):
-        raise InvalidOptionError(
-            f"epilog must be a MatmulEpilog, its name or None, got {epilog!r}") from None
-
-
 class Matmul:
     """A planned distributed matrix product (collective: every process makes the same calls).
 
@@ -157,7 +152,7 @@ class Matmul:
         self._group = require_context().process_group
         self.options = coerce_options(options, MatmulOptions)
         self._log = self.options.logger or _log
-        self._freed, self._plans, self._epilog = False, None, None
+        self._freed, self._plans, self._spec, self._bgrad = False, None, None, None
         if quantization_scales is not None:
             raise InvalidOptionError("quantization_scales must be None (narrow precision is "
                                      f"not distributed yet), got {quantization_scales!r}")
@@ -241,37 +236,88 @@ class Matmul:
             raise InvalidStateError("this Matmul was freed; create a new one")
 
     def plan(self, *, preferences=None, epilog=None, epilog_inputs=None, stream=None):
-        """Choose the epilog (and its local inputs). Collective."""
-        self._check_live()
-        agree(self._group, self._plan_local, epilog, epilog_inputs)
-        self._log.info("distributed matmul planned: m, n, k = %s, epilog %s", self.mnk,
-                       self._epilog)
+        """Choose the epilog (and its local inputs). Collective.
 
-    def _plan_local(self, epilog, epilog_inputs):
-        name = _epilog_name(epilog)
-        if name not in _LOCAL_EPILOGS:
-            raise NotSupportedError(
-                f"epilog must be one of {', '.join(_LOCAL_EPILOGS)} (bias-gradient "
-                f"epilogs reduce across processes and are not built yet), got {name}")
-        if epilog_inputs is not None and not isinstance(epilog_inputs, dict):
-            raise InvalidOptionError(f"epilog_inputs must be a dict or None, got "
-                                     f"{epilog_inputs!r}")
-        inputs = dict(epilog_inputs or {})
-        rows = self._layout_c.local_shape(self._group.rank)[0]
-        bias = inputs.get("bias")
-        if bias is not None:
-            op = local_operand(bias, "epilog_inputs['bias']", "distributed matmul")
-            if op.backend is not self._ops[0].backend:
+        ``epilog_inputs`` hold this process's share: ``bias``, its rows of ``D``; ``relu_aux``
+        / ``gelu_aux``, the aux output the forward product returned on this process. The bias
+        gradients come back in the aux dict: ``bgrada``, ``drelu_bgrad``, ``dgelu_bgrad`` of
+        this process's rows of ``D`` (shape ``(rows,)``), ``bgradb`` whole (``(N,)``, the same
+        on every process), each summed over the processes.
+        """
+        self._check_live()
+        planned = []  # kept only once every process has accepted its inputs
+        agree(self._group, lambda *args: planned.append(self._plan_local(*args)), epilog,
+              epilog_inputs)
+        self._spec, self._epilog_inputs, self._bgrad = planned[0]
+        self._log.info("distributed matmul planned: m, n, k = %s, epilog %s", self.mnk,
+                       self._spec.name)
+
+    def _plan_local(self, epilog, epilog_inputs) -> tuple:
+        """``(spec, local epilog inputs, bias-gradient plan)`` after checking this process's
+        inputs."""
+        spec = epilog_spec(epilog)
+        inputs = validate_epilog_inputs(spec, epilog_inputs)
+        a = self._ops[0]
+        m, n, k = self.mnk
+        if spec.epilog != MatmulEpilog.DEFAULT:
+            validate_epilog(spec, dtype=dtype_name(a.dtype))
+        if spec.bgrad_output and 0 in (m, n):
+            raise InvalidOperandError(
+                f"m and n (the global result's shape) must be non-zero for epilog {spec.name}, "
+                f"got {(m, n)!r}")
+        if a.backend.name == "cuda" and k < spec.min_k:
+            raise InvalidOperandError(f"k must be >= {spec.min_k} for epilog {spec.name} (a "
+                                      f"cuBLASLt restriction), got {k!r}")
+        rows, cols = self._layout_c.local_shape(self._group.rank)
+        if spec.bias:
+            inputs["bias"] = self._local_bias(inputs["bias"], rows)
+        if spec.aux_input:
+            name = spec.aux_input
+            inputs[name] = self._local_aux(spec, inputs[name], rows, cols)
+        return spec, inputs or None, plan_bias_gradient(spec, self._layout_c, self._group.rank)
+
+    def _local_input(self, x, key: str):
+        op = local_operand(x, f"epilog_inputs[{key!r}]", "distributed matmul")
+        a = self._ops[0]
+        if op.backend is not a.backend:
+            raise InvalidOperandError(
+                f"epilog_inputs[{key!r}] must live where a does ({a.backend.name}), got "
+                f"{op.backend.name}")
+        return op
+
+    def _local_bias(self, bias, rows: int):
+        arr = self._local_input(bias, "bias").array
+        if math.prod(arr.shape) != rows:
+            raise InvalidOperandError(
+                f"epilog_inputs['bias'] must hold this process's {rows} result rows, got "
+                f"shape {arr.shape}")
+        return arr.reshape(rows)
+
+    def _local_aux(self, spec, aux, rows: int, cols: int):
+        """The forward pass's aux output of this process's block, checked before any work as
+        the single-process engine checks it (dtype, layout in either frame, and for a square
+        block the array the forward pass returned)."""
+        from ...._internal.packages import wrap_operand
+
+        name = spec.aux_input
+        op = self._local_input(aux, name)
+        result = dtype_name(self._ops[0].dtype)
+        want = aux_layout(name, rows, cols, (), result)[2]
+        desc = wrap_operand(op.array, f"epilog_inputs[{name!r}]")
+        if desc.dtype != want:
+            raise InvalidOperandError(
+                f"epilog_inputs[{name!r}] dtype must be {want!r} (the {name} output of the "
+                f"forward pass), got {desc.dtype!r}")
+        if not (rows and cols):  # an empty block: its (empty) aux is not read
+            if desc.size:
                 raise InvalidOperandError(
-                    f"epilog_inputs['bias'] must live where a does ({self._ops[0].backend.name}), "
-                    f"got {op.backend.name}")
-            arr = op.array
-            if math.prod(arr.shape) != rows:
-                raise InvalidOperandError(
-                    f"epilog_inputs['bias'] must hold this process's {rows} result rows, got "
-                    f"shape {arr.shape}")
-            inputs["bias"] = arr.reshape(rows)
-        self._epilog, self._epilog_inputs = name, inputs or None
+                    f"epilog_inputs[{name!r}] must be empty (this process's block of the result "
+                    f"is {rows} x {cols}), got shape {desc.shape}")
+            return op.array
+        frames = aux_frames(name, desc.shape, desc.strides, rows, cols, (), result)  # raises
+        if len(frames) > 1:  # a square block: the frame is the forward pass's (raises if lost)
+            frame_constraints(spec, {name: desc}, rows, cols, (), result)
+        return op.array
 
     def reset_operands(self, *, a=None, b=None, c=None, alpha=None, beta=None,
                        quantization_scales=None, epilog_inputs=None, stream=None):
@@ -289,43 +335,65 @@ class Matmul:
                         f"{name} must match the planned operand "
                         f"{None if new[j] is None else new[j].describe()}, got {op.describe()}")
                 new[j] = op
-            if epilog_inputs is not None:
-                self._plan_local(self._epilog, epilog_inputs)
-            self._ops = new
-            self._alpha = self._alpha if alpha is None else alpha
-            self._beta = self._beta if beta is None else beta
+            planned = None if epilog_inputs is None else self._plan_local(self._spec,
+                                                                          epilog_inputs)
+            pending.append((new, planned))
 
+        pending = []  # applied only once every process has accepted its inputs
         agree(self._group, check, a, b, c, alpha, beta, epilog_inputs)
+        self._ops, planned = pending[0]
+        if planned is not None:
+            self._spec, self._epilog_inputs, self._bgrad = planned
+        self._alpha = self._alpha if alpha is None else alpha
+        self._beta = self._beta if beta is None else beta
 
     def execute(self, *, release_workspace=False, stream=None):
-        """Compute this process's block of the result (Fortran-ordered, like cuBLASMp's)."""
+        """Compute this process's block of the result (Fortran-ordered, like cuBLASMp's) and,
+        with an epilog that has them, its aux outputs (in the operands' package). Collective."""
         self._check_live()
-        if self._epilog is None:
+        if self._spec is None:
             raise InvalidStateError("execute() needs plan() first")
         a, b, c = self._ops
         backend = a.backend
+        out, aux = self._local_product(backend, a, b, c)
+        if self._bgrad is not None:
+            partial = aux.pop(self._bgrad.name, None)
+            aux[self._bgrad.name] = reduce_bias_gradient(backend, self._group, self._bgrad,
+                                                         partial, a.array)
+        inplace = self.options.inplace if self.options.inplace is not None else c is not None
+        if inplace and c is not None:
+            c.array[...] = out
+            result = c.backend.wrap(c.array, c.package)
+        else:
+            result = backend.wrap(out, a.package)
+        if aux is None:
+            return result
+        return result, {key: backend.wrap(v, a.package) for key, v in aux.items()}
+
+    def _local_product(self, backend, a, b, c):
+        """``(this process's block of D, its aux dict or None)``: the gathers and the local
+        GEMM with the epilog (an empty block: zeros, and aux outputs of its empty shape)."""
         ablk = backend.exchange(self._group, self._exchanges[0], a.array)
         bblk = backend.exchange(self._group, self._exchanges[1], b.array)
         (ta, ca), (tb, cb) = self._quals
         ablk, bblk = backend.op(ablk, ta, ca), backend.op(bblk, tb, cb)
         shape = self._layout_c.local_shape(self._group.rank)
-        cblk = None if c is None else c.array
+        spec = self._spec
         if 0 in shape:
-            out, aux = backend.zeros_like_result(ablk, bblk, shape), {}
-        else:
-            res = backend.matmul_local(
-                ablk, bblk, cblk, alpha=self._alpha, beta=self._beta if c is not None else None,
-                epilog=None if self._epilog == "DEFAULT" else self._epilog,
-                epilog_inputs=self._epilog_inputs)
-            out, aux = res if isinstance(res, tuple) else (res, None)
-            out = backend.fortran(out)
-        inplace = self.options.inplace if self.options.inplace is not None else c is not None
-        if inplace and c is not None:
-            cblk[...] = out
-            result = c.backend.wrap(cblk, c.package)
-        else:
-            result = a.backend.wrap(out, a.package)
-        return result if aux is None else (result, aux)
+            aux = None if not spec.outputs else {}
+            if spec.aux_output:
+                ashape, _, dtype = aux_layout(spec.aux_output, *shape, (), dtype_name(a.dtype))
+                aux[spec.aux_output] = backend.zeros(
+                    ablk, ashape, None if dtype == dtype_name(a.dtype) else np.dtype(dtype),
+                    order="F")
+            return backend.zeros_like_result(ablk, bblk, shape), aux
+        res = backend.matmul_local(
+            ablk, bblk, None if c is None else c.array, alpha=self._alpha,
+            beta=self._beta if c is not None else None,
+            epilog=None if spec.epilog == MatmulEpilog.DEFAULT else spec.epilog,
+            epilog_inputs=self._epilog_inputs)
+        out, aux = res if isinstance(res, tuple) else (res, None)
+        return backend.fortran(out), aux
 
     def free(self):
         """Release everything; the object cannot be used afterwards."""
