@@ -302,11 +302,9 @@ def all_reduce(sendbuff: int, recvbuff: int, count: int, dtype, comm: int,
     """``ncclAllReduce`` with ``ncclSum`` of ``count`` elements of ``dtype`` (a name among
     :data:`DATA_TYPES` or a :class:`DataType`) from device address ``sendbuff`` into
     ``recvbuff`` (the same address: in place), on ``stream`` (collective)."""
-    if isinstance(dtype, DataType):
-        code = dtype
-    elif dtype in DATA_TYPES:
-        code = DATA_TYPES[dtype]
-    else:
+    code = dtype if isinstance(dtype, DataType) else \
+        DATA_TYPES.get(dtype) if isinstance(dtype, str) else None
+    if code is None:
         raise InvalidOperandError(
             f"dtype must be one of {sorted(DATA_TYPES)} for ncclAllReduce, got {dtype!r}")
     _call("ncclAllReduce", sendbuff, recvbuff, count, int(code), int(RedOp.SUM), comm, stream,
