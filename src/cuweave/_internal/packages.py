@@ -30,7 +30,6 @@ import sys
 
 import numpy as np
 
-from . import dlpack as _dl
 from .arrays import (
     DeviceArray,
     Operand,
@@ -38,9 +37,8 @@ from .arrays import (
     c_strides,
     dtype_name,
     new_operand,
-    numpy_pointer,
 )
-from .dtypes import NUMPY_NATIVE, canonical_name, numpy_dtype
+from .dtypes import NUMPY_NATIVE, numpy_dtype
 from .errors import (
     CuweaveError,
     InvalidOperandError,
@@ -49,6 +47,7 @@ from .errors import (
 )
 from .memory import MemoryPointer, allocate  # noqa: F401 - allocate: re-exported
 from .streams import Stream
+from .wrapping import probe_torch, wrap_cai, wrap_dlpack, wrap_numpy, wrap_torch
 
 __all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "empty",
            "allocate", "resolve_stream", "inverse_perm"]
@@ -96,7 +95,7 @@ class Adapter:
                  "__dlpack__" if hasattr(x, "__dlpack__") else None)
         if proto is not None:
             try:
-                return _wrap_cai(x, cai, name) if cai is not None else _wrap_dlpack(x, name)
+                return wrap_cai(x, cai, name) if cai is not None else wrap_dlpack(x, name)
             except CuweaveError:
                 raise
             except (KeyError, TypeError, ValueError, AttributeError, IndexError,
@@ -242,7 +241,7 @@ class NumpyAdapter(Adapter):
         if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
             raise InvalidOperandError(f"{name} must not be a masked array (its mask cannot be "
                                       "honoured), got a numpy.ma.MaskedArray; pass x.filled()")
-        return _wrap_numpy(x, name)
+        return wrap_numpy(x, name)
 
     def scale_(self, obj, scale, stream, device_id) -> None:
         obj *= scale
@@ -259,7 +258,7 @@ class TorchAdapter(Adapter):
         return sys.modules["torch"]
 
     def wrap(self, x, name: str) -> Operand:
-        return _wrap_torch(x, name)
+        return wrap_torch(x, name)
 
     def host_array(self, op: Operand) -> np.ndarray:
         x = op.obj
@@ -272,7 +271,7 @@ class TorchAdapter(Adapter):
         return x.detach().view(raw).numpy().view(numpy_dtype(op.dtype))
 
     def probe(self, x):
-        return _probe_torch(x)
+        return probe_torch(x)
 
     def stream_getter(self, device_id: int):
         torch = self._torch()
@@ -646,9 +645,9 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     cls = type(x)
     try:
         if cls is np.ndarray:
-            return _wrap_numpy(x, name)
+            return wrap_numpy(x, name)
         if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
-            return _wrap_torch(x, name)
+            return wrap_torch(x, name)
         return adapter_of(x).wrap(x, name)
     except InvalidOperandError as e:  # dtypes.canonical_name does not know the parameter
         if str(e).startswith("dtype must"):
@@ -660,7 +659,7 @@ def probe(x):
     """``(metadata, pointer)`` of a torch/CuPy device array (see :meth:`Adapter.probe`)."""
     mod = type(x).__module__
     if mod == "torch" or mod.startswith("torch."):
-        return _probe_torch(x)
+        return probe_torch(x)
     if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None:
         return CUPY.probe(x)
     return None
@@ -718,82 +717,6 @@ def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) ->
     )
 
 
-# ---- wrapping helpers ------------------------------------------------------------------------
-def _wrap_numpy(x, name):
-    itemsize = x.itemsize
-    strides = x.strides
-    if any(s % itemsize for s in strides):
-        bytes_to_elems(strides, itemsize, name)  # raises
-    return new_operand(x, "numpy", numpy_pointer(x), x.shape,
-                       tuple(s // itemsize for s in strides), dtype_name(x.dtype), "cpu", None)
-
-
-def _wrap_torch(x, name):
-    if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
-        x = x.resolve_neg()
-    dtype = dtype_name(x.dtype)
-    if x.is_cuda:
-        return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cuda",
-                           x.get_device(), x.is_conj())
-    if x.device.type != "cpu":
-        raise InvalidOperandError(f"{name} must be on the CPU or a CUDA device, got {x.device}")
-    return new_operand(x, "torch", x.data_ptr(), tuple(x.shape), x.stride(), dtype, "cpu", None,
-                       x.is_conj())
-
-
-def _probe_torch(x):
-    try:
-        dev = x.get_device()  # -1 on the CPU
-        if dev < 0 or x.is_conj() or x.is_neg():
-            return None
-        return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
-    except AttributeError:  # another object of the torch module: wrapping reports it
-        return None
-
-
-def _pointer_device(ptr: int) -> int:
-    from . import cuda
-
-    drv = cuda.driver()
-    attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    return int(cuda.check(drv.cuPointerGetAttribute(attr, ptr), "cuPointerGetAttribute"))
-
-
-def _wrap_cai(x, cai, name):
-    shape = tuple(cai["shape"])
-    try:
-        np_dtype = np.dtype(cai["typestr"])
-    except TypeError as e:
-        raise InvalidOperandError(f"{name} typestr must be a NumPy type string, got "
-                                  f"{cai['typestr']!r}") from e
-    dtype = canonical_name(np_dtype)
-    ptr = cai["data"][0] or 0
-    if cai.get("strides") is None:
-        strides = c_strides(shape)
-    else:
-        strides = bytes_to_elems(cai["strides"], np_dtype.itemsize, name)
-    device_id = _pointer_device(ptr) if ptr else 0
-    return Operand(x, "cai", ptr, shape, strides, dtype, "cuda", device_id)
-
-
-def _wrap_dlpack(x, name):
-    try:
-        dev_type, dev_id = x.__dlpack_device__()
-    except Exception as e:
-        raise InvalidOperandError(f"{name} must implement __dlpack_device__, got {e}") from e
-    if dev_type == _dl.KDL_CPU:
-        arr = np.from_dlpack(x)
-        op = _wrap_numpy(arr, name)
-        op.obj, op.package, op.keepalive = x, "dlpack", arr
-        return op
-    if dev_type not in (_dl.KDL_CUDA, _dl.KDL_CUDA_MANAGED):
-        raise InvalidOperandError(f"{name} must live on the CPU or a CUDA device, got DLPack "
-                                  f"device type {dev_type}")
-    v = _dl.import_dlpack(x, name)
-    return Operand(x, "dlpack", v.ptr, v.shape, v.strides, v.dtype, "cuda", int(dev_id),
-                   keepalive=v.capsule)
-
-
 # ---- block helpers ---------------------------------------------------------------------------
 def _all_slices(idx) -> bool:
     return all(isinstance(i, slice) for i in idx)
@@ -820,7 +743,7 @@ def _perm_strides(shape, perm) -> tuple:
 
 def _numpy_empty(shape, dtype, perm) -> Operand:
     x = np.empty(tuple(shape[p] for p in perm), dtype=numpy_dtype(dtype))
-    return _wrap_numpy(x.transpose(inverse_perm(perm)), "result")
+    return wrap_numpy(x.transpose(inverse_perm(perm)), "result")
 
 
 def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
