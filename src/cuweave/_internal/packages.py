@@ -13,7 +13,9 @@ torch's and CuPy's also pack and unpack blocks for cuweave.distributed's GPU pla
 Engines never name a package: they hold the adapter of their operands
 (``adapter(op.package)``) and call it. Adding a package (JAX, say) is one new subclass
 registered in :data:`ADAPTERS`. The package's module is taken from ``sys.modules``: nothing
-here imports torch or CuPy.
+here imports torch or CuPy. The base, NumPy and generic adapters and the lookups live here;
+torch's, CuPy's and JAX's adapters in ``_torch.py``, ``_cupy.py`` and ``_jax.py``, imported at
+the end of this module (names re-exported here: :data:`TORCH`, :data:`CUPY`).
 
 Examples
 --------
@@ -25,20 +27,10 @@ Examples
 
 from __future__ import annotations
 
-import functools
-import sys
-
 import numpy as np
 
-from .arrays import (
-    DeviceArray,
-    Operand,
-    bytes_to_elems,
-    c_strides,
-    dtype_name,
-    new_operand,
-)
-from .dtypes import NUMPY_NATIVE, numpy_dtype
+from .arrays import DeviceArray, Operand, c_strides
+from .dtypes import numpy_dtype
 from .errors import (
     CuweaveError,
     InvalidOperandError,
@@ -247,364 +239,11 @@ class NumpyAdapter(Adapter):
         obj *= scale
 
 
-class TorchAdapter(Adapter):
-    name = "torch"
-    owns_stream = True
-    #: device type of the tensors results are made on (the CPU-only fakes set ``"cpu"``)
-    device_type = "cuda"
-
-    @staticmethod
-    def _torch():
-        return sys.modules["torch"]
-
-    def wrap(self, x, name: str) -> Operand:
-        return wrap_torch(x, name)
-
-    def host_array(self, op: Operand) -> np.ndarray:
-        x = op.obj
-        if op.conj:
-            x = x.conj()  # the conjugate view of a lazy-conj tensor is its memory
-        if op.dtype not in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "complex32"):
-            return x.detach().numpy()
-        torch = self._torch()
-        raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[op.itemsize]
-        return x.detach().view(raw).numpy().view(numpy_dtype(op.dtype))
-
-    def probe(self, x):
-        return probe_torch(x)
-
-    def stream_getter(self, device_id: int):
-        torch = self._torch()
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
-        if raw is not None:
-            return functools.partial(raw, device_id)
-        return lambda: torch.cuda.current_stream(device_id).cuda_stream
-
-    def current_stream(self, device_id: int) -> Stream:
-        s = self._torch().cuda.current_stream(device_id)
-        return Stream(s.cuda_stream, s)
-
-    def stream_of(self, obj) -> Stream | None:
-        if hasattr(obj, "cuda_stream"):
-            return Stream(obj.cuda_stream, obj)
-        return None
-
-    def stream_context(self, stream: int, device_id: int):
-        torch = self._torch()
-        if torch.cuda.current_stream(device_id).cuda_stream == stream:
-            return None
-        s = (torch.cuda.default_stream(device_id) if stream == 0 else
-             torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
-        return torch.cuda.stream(s)
-
-    def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
-        torch = self._torch()
-        t = self.on_stream(stream, device_id, torch.empty, nbytes, dtype=torch.uint8,
-                           device=torch.device("cuda", device_id))
-        ptr = MemoryPointer(t.data_ptr(), nbytes)
-        ptr._owner = t  # freed when the pointer (and the tensor) are dropped
-        return ptr
-
-    def _dtype(self, dtype: str):
-        try:
-            return getattr(self._torch(), dtype)
-        except AttributeError as e:
-            raise InvalidOperandError(f"dtype must be supported by torch, got {dtype!r}") from e
-
-    def empty(self, shape, dtype, perm, *, device_id, stream=0, allocator=None) -> Operand:
-        torch = self._torch()
-        alloc_shape = tuple(shape[p] for p in perm)
-        inv = inverse_perm(perm)
-        if device_id is None:
-            x = torch.empty(alloc_shape, dtype=self._dtype(dtype))
-        else:  # from torch's pool, ordered on ``stream``
-            x = self.on_stream(stream, device_id, torch.empty, alloc_shape,
-                               dtype=self._dtype(dtype),
-                               device=torch.device(self.device_type, device_id))
-        return self.wrap(x.permute(inv), "result")
-
-    def result_allocator(self, shape, dtype, perm, device_id):
-        generic = super().result_allocator(shape, dtype, perm, device_id)
-        torch = self._torch()
-        tdtype = getattr(torch, dtype, None)
-        if tdtype is None:
-            return generic  # raises the typed error on use
-        shape, perm = _shape_perm(shape, perm)
-        kw = {"dtype": tdtype, "device": torch.device(self.device_type, device_id)}
-        if perm == tuple(range(len(shape))):
-            # empty_like of a one-element tensor expanded to the shape (not dense, so the new
-            # tensor is C-contiguous) parses one argument: ~0.5 µs cheaper than torch.empty
-            new = functools.partial(torch.empty_like, torch.empty((), **kw).expand(shape))
-            if new().stride() != c_strides(shape):  # pragma: no cover - another torch's rule
-                new = functools.partial(torch.empty, *shape, **kw)
-        else:  # one call instead of empty + permute
-            new = functools.partial(torch.empty_strided, shape, _perm_strides(shape, perm),
-                                    **kw)
-
-        def alloc(stream, foreign=False):
-            if foreign:
-                return generic(stream)
-            x = new()
-            return x, x.data_ptr()
-
-        return alloc
-
-    def permute(self, obj, axes):
-        return obj.permute(axes)
-
-    def from_numpy(self, arr):
-        return self._torch().from_numpy(arr)
-
-    # torch's ExternalStream(0) is a stream of its own, not the null stream (H200 2026-12-01:
-    # a copy queued there raced the library call on stream 0): every op below runs through
-    # stream_context, which takes 0 as torch's default stream
-    def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
-        self.on_stream(stream, device_id, lambda: dst.copy_(src.expand(shape)))
-
-    def dense_copy(self, obj, shape, order, stream, device_id):
-        def copy():
-            x = obj.expand(tuple(shape))
-            if order == "F":
-                return x.transpose(-1, -2).contiguous().transpose(-1, -2)
-            return x.contiguous()
-
-        return self.on_stream(stream, device_id, copy)
-
-    def scale_(self, obj, scale, stream, device_id) -> None:
-        if not obj.is_cuda:
-            obj *= scale
-            return
-        self.on_stream(stream, device_id, obj.mul_, scale)
-
-    # ---- blocks (see Adapter) --------------------------------------------------------------
-    def device_of(self, x):
-        return x.device.index
-
-    def device_count(self) -> int:
-        cuda = self._torch().cuda
-        return cuda.device_count() if cuda.is_available() else 0
-
-    def device_scope(self, device_id: int):
-        return self._torch().cuda.device(device_id)
-
-    def new_array(self, shape, dtype, device_id, *, order="C", zeros=False):
-        torch, shape = self._torch(), tuple(shape)
-        if not isinstance(dtype, torch.dtype):
-            dtype = self._dtype(np.dtype(dtype).name)
-        new = torch.zeros if zeros else torch.empty
-        kw = {"dtype": dtype, "device": torch.device(self.device_type, device_id)}
-        if order != "F":
-            return new(shape, **kw)
-        t = new(shape[::-1], **kw)
-        return t.permute(*range(t.ndim - 1, -1, -1))
-
-    def block_index(self, idx, like) -> tuple:
-        torch = self._torch()
-        return tuple(i if isinstance(i, slice) else torch.as_tensor(i, device=like.device)
-                     for i in idx)
-
-    def take(self, x, idx):
-        y = x[_slices_then_full(idx)]
-        for axis, i in enumerate(idx):
-            if not isinstance(i, slice):
-                y = y.index_select(axis, i)
-        return y.contiguous()
-
-    def region(self, out, idx):
-        v = out[idx] if _all_slices(idx) else None
-        return v if v is not None and v.is_contiguous() else None
-
-    def put(self, out, idx, block) -> None:
-        if _all_slices(idx):
-            out[idx].copy_(block)
-            return
-        torch, n = self._torch(), len(idx)
-        grid = [(torch.arange(i.start, i.stop, device=out.device) if isinstance(i, slice) else i)
-                .reshape([-1 if a == axis else 1 for a in range(n)]) for axis, i in enumerate(idx)]
-        out[tuple(grid)] = block
-
-    def pointer(self, x) -> int:
-        return x.data_ptr()
-
-    def matrix_op(self, x, transpose: bool, conjugate: bool):
-        """``x``, ``x.T`` or ``x.conj().T`` of a matrix (the conjugate resolved)."""
-        if not transpose:
-            return x
-        return x.mT.conj().resolve_conj() if conjugate else x.mT
-
-
-class CupyAdapter(Adapter):
-    name = "cupy"
-    owns_stream = True
-    #: dtypes CuPy arrays hold (others come back as DeviceArray)
-    DTYPES = frozenset(NUMPY_NATIVE) - {"bool"}
-
-    @staticmethod
-    def _cupy():
-        return sys.modules["cupy"]
-
-    def wrap(self, x, name: str) -> Operand:
-        return new_operand(x, "cupy", x.data.ptr, x.shape,
-                           bytes_to_elems(x.strides, x.itemsize, name), dtype_name(x.dtype),
-                           "cuda", x.device.id)
-
-    def probe(self, x):
-        return ("cupy", x.dtype, x.shape, x.strides, x.device.id), x.data.ptr
-
-    def stream_getter(self, device_id: int):
-        cupy = self._cupy()
-        get, dev = cupy.cuda.get_current_stream, cupy.cuda.Device(device_id)
-        current_device = cupy.cuda.runtime.getDevice
-
-        def current():  # CuPy's current stream is per device: ``device_id``'s, made current
-            if current_device() == device_id:  # only when it is not (~1 µs)
-                return get().ptr
-            with dev:
-                return get().ptr
-
-        return current
-
-    def current_stream(self, device_id: int) -> Stream:
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id):
-            s = cupy.cuda.get_current_stream()
-        return Stream(s.ptr, s)
-
-    def stream_of(self, obj) -> Stream | None:
-        if hasattr(obj, "ptr"):
-            return Stream(obj.ptr, obj)
-        return None
-
-    def stream_context(self, stream: int, device_id: int):
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id):
-            if cupy.cuda.get_current_stream().ptr == stream:
-                return None
-        return cupy.cuda.ExternalStream(stream, device_id) if stream else cupy.cuda.Stream.null
-
-    def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
-        mem = self.on_stream(stream, device_id, self._cupy().cuda.alloc, nbytes)
-        ptr = MemoryPointer(mem.ptr, nbytes)
-        ptr._owner = mem
-        return ptr
-
-    def empty(self, shape, dtype, perm, *, device_id, stream=0, allocator=None) -> Operand:
-        if device_id is None or dtype not in self.DTYPES:
-            return super().empty(shape, dtype, perm, device_id=device_id, stream=stream,
-                                 allocator=allocator)
-        cupy = self._cupy()
-        alloc_shape = tuple(shape[p] for p in perm)
-        with cupy.cuda.Device(device_id):
-            x = self.on_stream(stream, device_id, cupy.empty, alloc_shape,
-                               dtype=numpy_dtype(dtype)).transpose(inverse_perm(perm))
-        return self.wrap(x, "result")
-
-    def result_allocator(self, shape, dtype, perm, device_id):
-        generic = super().result_allocator(shape, dtype, perm, device_id)
-        if dtype not in self.DTYPES:
-            return generic
-        cupy = self._cupy()
-        dev, np_dtype, new = cupy.cuda.Device(device_id), numpy_dtype(dtype), cupy.empty
-        current_device = cupy.cuda.runtime.getDevice
-        shape, perm = _shape_perm(shape, perm)
-        alloc_shape = tuple(shape[p] for p in perm)
-        inv = inverse_perm(perm)
-        same = inv == tuple(range(len(inv)))
-
-        def alloc(stream, foreign=False):
-            if foreign:
-                return generic(stream)
-            if current_device() == device_id:  # CuPy allocates on the current device
-                x = new(alloc_shape, np_dtype)
-            else:
-                with dev:
-                    x = new(alloc_shape, np_dtype)
-            return (x if same else x.transpose(inv)), x.data.ptr
-
-        return alloc
-
-    def on_stream(self, stream: int, device_id: int, fn, *args, **kwargs):
-        with self._cupy().cuda.Device(device_id):  # CuPy works on the current device
-            return super().on_stream(stream, device_id, fn, *args, **kwargs)
-
-    def dense_copy(self, obj, shape, order, stream, device_id):
-        def copy():
-            cupy = self._cupy()
-            x = cupy.broadcast_to(obj, tuple(shape))
-            if order == "F":
-                return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
-            return cupy.ascontiguousarray(x)
-
-        return self.on_stream(stream, device_id, copy)
-
-    def broadcast_into(self, dst, src, shape, stream, device_id) -> None:
-        def copy():
-            dst[...] = self._cupy().broadcast_to(src, shape)
-
-        self.on_stream(stream, device_id, copy)
-
-    def scale_(self, obj, scale, stream, device_id) -> None:
-        def scale_in_place():
-            obj.__imul__(scale)
-
-        self.on_stream(stream, device_id, scale_in_place)
-
-    # ---- blocks (see Adapter): CuPy works on the current device (the caller's device_scope)
-    def device_of(self, x):
-        return x.device.id
-
-    def device_count(self) -> int:
-        try:
-            return self._cupy().cuda.runtime.getDeviceCount()
-        except Exception:  # CUDARuntimeError without a driver or device
-            return 0
-
-    def device_scope(self, device_id: int):
-        return self._cupy().cuda.Device(device_id)
-
-    def new_array(self, shape, dtype, device_id, *, order="C", zeros=False):
-        cupy = self._cupy()
-        with cupy.cuda.Device(device_id):
-            return (cupy.zeros if zeros else cupy.empty)(tuple(shape), dtype=dtype, order=order)
-
-    def block_index(self, idx, like) -> tuple:
-        cupy = self._cupy()
-        with cupy.cuda.Device(like.device.id):
-            return tuple(i if isinstance(i, slice) else cupy.asarray(i) for i in idx)
-
-    def take(self, x, idx):
-        cupy = self._cupy()
-        y = x[_slices_then_full(idx)]
-        for axis, i in enumerate(idx):
-            if not isinstance(i, slice):
-                y = cupy.take(y, i, axis=axis)
-        return cupy.ascontiguousarray(y)
-
-    def region(self, out, idx):
-        v = out[idx] if _all_slices(idx) else None
-        return v if v is not None and v.flags.c_contiguous else None
-
-    def put(self, out, idx, block) -> None:
-        if _all_slices(idx):
-            out[idx] = block
-            return
-        cupy = self._cupy()
-        out[cupy.ix_(*[cupy.arange(i.start, i.stop) if isinstance(i, slice) else i
-                       for i in idx])] = block
-
-    def pointer(self, x) -> int:
-        return x.data.ptr
-
-    def matrix_op(self, x, transpose: bool, conjugate: bool):
-        if not transpose:
-            return x
-        return x.T.conj() if conjugate else x.T
-
-
-NUMPY, TORCH, CUPY, GENERIC = NumpyAdapter(), TorchAdapter(), CupyAdapter(), Adapter()
-#: package name (``Operand.package``) -> adapter; ``None`` (no package) is the generic one
-ADAPTERS = {"numpy": NUMPY, "torch": TORCH, "cupy": CUPY, "cai": GENERIC, "dlpack": GENERIC,
-            "cuweave": GENERIC, None: GENERIC}
+NUMPY, GENERIC = NumpyAdapter(), Adapter()
+#: package name (``Operand.package``) -> adapter; ``None`` (no package) is the generic one;
+#: torch's, CuPy's and JAX's adapters register here from their modules (imported at the end)
+ADAPTERS = {"numpy": NUMPY, "cai": GENERIC, "dlpack": GENERIC, "cuweave": GENERIC,
+            None: GENERIC}
 #: top-level module of an array's type -> adapter, for packages whose adapters live in
 #: modules of their own and register here (JAX: ``_jax.py``, imported at the end of this one)
 BY_MODULE: dict = {}
@@ -761,5 +400,9 @@ def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
     return MemoryPointer(int(buf.handle), nbytes, fin)
 
 
-# adapters kept in modules of their own register into ADAPTERS and BY_MODULE on import
+# adapters kept in modules of their own register into ADAPTERS and BY_MODULE on import; torch's
+# and CuPy's are also named here (the lookups above return them; TorchAdapter/CupyAdapter
+# re-exported)
 from . import _jax  # noqa: E402,F401
+from ._cupy import CUPY, CupyAdapter  # noqa: E402,F401
+from ._torch import TORCH, TorchAdapter  # noqa: E402,F401
