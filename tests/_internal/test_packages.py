@@ -270,3 +270,23 @@ def test_torch_new_array_takes_numpy_dtypes_and_orders():
     assert ad.new_array((2,), torch.bfloat16, None, zeros=True).dtype == torch.bfloat16
     with pytest.raises(InvalidOperandError, match="dtype must be supported by torch"):
         ad.new_array((2,), np.dtype("U3"), None)
+
+
+@pytest.mark.parametrize("first", ["_torch", "_cupy", "_jax", "packages", "wrapping"])
+def test_any_adapter_module_can_be_imported_first(first):
+    """A fresh interpreter importing one adapter module first gets every adapter registered
+    (torch's and CuPy's modules import packages.py, which imports them back)."""
+    import subprocess
+
+    code = (f"import cuweave._internal.{first}\n"
+            "from cuweave._internal import packages as p\n"
+            "from cuweave._internal.packages import TORCH, CupyAdapter\n"
+            "assert p.TORCH is TORCH and isinstance(p.CUPY, CupyAdapter)\n"
+            "assert p.ADAPTERS['torch'] is TORCH and p.ADAPTERS['cupy'] is p.CUPY\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_unknown_names_are_attribute_errors():
+    with pytest.raises(AttributeError, match="NOPE"):
+        packages.NOPE  # noqa: B018

@@ -261,11 +261,11 @@ def adapter_of(x) -> Adapter:
         return NUMPY
     mod = cls.__module__
     if (mod == "torch" or mod.startswith("torch.")) and hasattr(x, "data_ptr"):
-        return TORCH
+        return _torch.TORCH
     if isinstance(x, np.ndarray):
         return NUMPY
     if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
-        return CUPY
+        return _cupy.CUPY
     return BY_MODULE.get(mod.split(".", 1)[0], GENERIC)
 
 
@@ -300,7 +300,7 @@ def probe(x):
     if mod == "torch" or mod.startswith("torch."):
         return probe_torch(x)
     if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None:
-        return CUPY.probe(x)
+        return _cupy.CUPY.probe(x)
     return None
 
 
@@ -400,9 +400,16 @@ def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
     return MemoryPointer(int(buf.handle), nbytes, fin)
 
 
-# adapters kept in modules of their own register into ADAPTERS and BY_MODULE on import; torch's
-# and CuPy's are also named here (the lookups above return them; TorchAdapter/CupyAdapter
-# re-exported)
-from . import _jax  # noqa: E402,F401
-from ._cupy import CUPY, CupyAdapter  # noqa: E402,F401
-from ._torch import TORCH, TorchAdapter  # noqa: E402,F401
+# adapters kept in modules of their own register into ADAPTERS and BY_MODULE when imported
+# (here, so that every lookup above finds them, whichever module a process imports first);
+# their names are served from those modules
+from . import _cupy, _jax, _torch  # noqa: E402,F401
+
+_ELSEWHERE = {"TORCH": "_torch", "TorchAdapter": "_torch", "CUPY": "_cupy", "CupyAdapter": "_cupy"}
+
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(globals()[module], name)

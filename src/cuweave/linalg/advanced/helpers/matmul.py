@@ -361,7 +361,7 @@ def create_mxfp8_scale(x, exponent, stream=None):
     if isinstance(stream, torch.cuda.Stream):
         with torch.cuda.stream(stream):
             return torch.full((g.count,), exponent + 127, dtype=torch.uint8, device=x.device)
-    from ..._internal.packages import TORCH  # a handle (0: torch's default stream)
+    from ..._internal._torch import TORCH  # a handle (0: torch's default stream)
 
     return TORCH.on_stream(int(stream), x.device.index, torch.full, (g.count,), exponent + 127,
                            dtype=torch.uint8, device=x.device)
