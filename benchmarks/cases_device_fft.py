@@ -11,6 +11,8 @@ Cases (complex64, 65536 transforms of 256 points):
   inverse FFT, scaling) against CuPy's three passes (fft → multiply → ifft);
 * the same convolution in half precision (``precision=np.float16``: two FFTs per
   ``float16x4`` value, data read and written as float16) against the FP32 fused kernel;
+* every ratio comes from the chosen variant and its peers measured round-robin in one call of
+  ``harness.gpu_times_interleaved`` (the screening of the variants is reported too);
 * how long a new configuration takes to compile (fresh cache, in a fresh process: the first
   one, then a second one in the same process; and cuFFTDx's twiddle tables, compiled once per
   machine and architecture when a kernel first links an FFT), and how fast a second process is
@@ -25,7 +27,7 @@ import subprocess
 import sys
 
 import numpy as np
-from harness import gpu_time_ms, peer
+from harness import gpu_time_ms, gpu_times_interleaved, peer
 
 BATCH, N = 65536, 256
 # (elements_per_thread, ffts_per_block) tried for the standalone FFT; the fastest is reported
@@ -36,6 +38,10 @@ HALF_KNOBS = ((4, 4), (4, 8), (8, 4), (8, 8), (16, 8))
 IO_VARIANTS = ("complex", "vector")
 TOLERANCE = 1e-5  # relative error (complex64 FFTs of 256 points: ~1e-7); larger ones lose
 HALF_TOLERANCE = 1e-2  # float16 data and FFTs: ~1e-3
+# each knob choice is screened on its own; the fastest is then measured again, round-robin with
+# the implementations it is compared with (ROUNDS rounds, median): the ratios are not biased by
+# picking the minimum of noisy screenings, nor by clock drift between separate measurements
+ROUNDS = 9
 CONFIGS = [dict(fft_type="c2c", size=N, precision=np.float32, direction=d,
                 elements_per_thread=e, ffts_per_block=b) for d in ("forward", "inverse")
            for e, b in KNOBS]
@@ -132,25 +138,24 @@ def _standalone(results, ffts, iters):
             results.add(case=case, impl=label, metric="GB/s", value=_gbps(ms), unit="GB/s",
                         ms=ms, rel_err=float(err), **_resources(kernel))
             if err < TOLERANCE and (best_ms is None or ms < best_ms):
-                best, best_ms, best_io = index, ms, io
-    results.add(case=case, impl="cuweave", metric="GB/s", value=_gbps(best_ms), unit="GB/s",
-                ms=best_ms, elements_per_thread=ffts[best].elements_per_thread,
-                ffts_per_block=ffts[best].ffts_per_block, io=best_io)
+                best, best_ms, best_io, best_launch = index, ms, io, launch
+    impls = {"cuweave": lambda: best_launch(x, y)}
     cupy, torch = peer("cupy"), peer("torch")
     if cupy is not None:
         xc = cupy.asarray(host)
-        ms = gpu_time_ms(lambda: cupy.fft.fft(xc, axis=-1), iters=iters, warmup=3)
-        results.add(case=case, impl="cupy.fft", metric="GB/s", value=_gbps(ms), unit="GB/s",
-                    ms=ms)
-        results.add_ratio(case=case, metric="GB/s", num="cuweave", den="cupy.fft",
-                          higher_is_better=True, target=1.0)
+        impls["cupy.fft"] = lambda: cupy.fft.fft(xc, axis=-1)
     if torch is not None and torch.cuda.is_available():
         xt = torch.from_numpy(host).cuda()
-        ms = gpu_time_ms(lambda: torch.fft.fft(xt, dim=-1), iters=iters, warmup=3)
-        results.add(case=case, impl="torch.fft", metric="GB/s", value=_gbps(ms), unit="GB/s",
-                    ms=ms)
-        results.add_ratio(case=case, metric="GB/s", num="cuweave", den="torch.fft",
-                          higher_is_better=True, target=1.0)
+        impls["torch.fft"] = lambda: torch.fft.fft(xt, dim=-1)
+    times = gpu_times_interleaved(impls, iters=iters, warmup=3, rounds=ROUNDS)
+    knobs = dict(elements_per_thread=ffts[best].elements_per_thread,
+                 ffts_per_block=ffts[best].ffts_per_block, io=best_io)
+    for name, ms in times.items():
+        results.add(case=case, impl=name, metric="GB/s", value=_gbps(ms), unit="GB/s", ms=ms,
+                    **(knobs if name == "cuweave" else {}))
+        if name != "cuweave":
+            results.add_ratio(case=case, metric="GB/s", num="cuweave", den=name,
+                              higher_is_better=True, target=1.0)
     return best
 
 
@@ -211,19 +216,22 @@ def _convolution(results, pairs, iters):
                         f"fpb={fwd.ffts_per_block}", metric="ms", value=ms, unit="ms",
                         rel_err=float(err))
             if err < TOLERANCE and (best_ms is None or ms < best_ms):
-                best_ms, best_err = ms, err
-    results.add(case=case, impl="cuweave", metric="ms", value=best_ms, unit="ms",
-                rel_err=float(best_err))
-    data = {"host": host, "filter": filt, "ref": ref, "fp32_ms": best_ms}
+                best_ms, best_err, best_launch = ms, err, launch
+    fp32 = lambda: best_launch(x, h, y)  # noqa: E731
+    impls = {"cuweave": fp32}
     cupy = peer("cupy")
     if cupy is not None:
         xc, hc = cupy.asarray(host), cupy.asarray(filt)
-        ms = gpu_time_ms(lambda: cupy.fft.ifft(cupy.fft.fft(xc, axis=-1) * hc, axis=-1),
-                         iters=iters, warmup=3)
-        results.add(case=case, impl="cupy (3 passes)", metric="ms", value=ms, unit="ms")
+        impls["cupy (3 passes)"] = lambda: cupy.fft.ifft(cupy.fft.fft(xc, axis=-1) * hc, axis=-1)
+    times = gpu_times_interleaved(impls, iters=iters, warmup=3, rounds=ROUNDS)
+    results.add(case=case, impl="cuweave", metric="ms", value=times["cuweave"], unit="ms",
+                rel_err=float(best_err))
+    if cupy is not None:
+        results.add(case=case, impl="cupy (3 passes)", metric="ms",
+                    value=times["cupy (3 passes)"], unit="ms")
         results.add_ratio(case=case, metric="ms", num="cuweave", den="cupy (3 passes)",
                           higher_is_better=False, target=3.0)
-    return data
+    return {"host": host, "filter": filt, "ref": ref, "fp32": fp32}
 
 
 def _half_conv_kernel(fwd, inv, io: str):
@@ -298,10 +306,12 @@ def _half_convolution(results, pairs, iters, data):
                         f"fpb={fwd.ffts_per_block}", metric="ms", value=ms, unit="ms",
                         rel_err=err)
             if err < HALF_TOLERANCE and (best_ms is None or ms < best_ms):
-                best_ms, best_err = ms, err
-    results.add(case=case, impl="cuweave fp16", metric="ms", value=best_ms, unit="ms",
+                best_ms, best_err, best_launch = ms, err, launch
+    times = gpu_times_interleaved({"fp16": lambda: best_launch(x, h, y), "fp32": data["fp32"]},
+                                  iters=iters, warmup=3, rounds=ROUNDS)
+    results.add(case=case, impl="cuweave fp16", metric="ms", value=times["fp16"], unit="ms",
                 rel_err=best_err)
-    results.add(case=case, impl="cuweave fp32", metric="ms", value=data["fp32_ms"], unit="ms")
+    results.add(case=case, impl="cuweave fp32", metric="ms", value=times["fp32"], unit="ms")
     results.add_ratio(case=case, metric="ms", num="cuweave fp16", den="cuweave fp32",
                       higher_is_better=False, target=1.5)
 
