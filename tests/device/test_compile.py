@@ -54,11 +54,10 @@ def test_block_traits_are_consistent(built):
     assert f.storage_size >= f.elements_per_thread
     assert f.shared_memory_size > 0 and not f.requires_workspace
     assert f.input_length == f.output_length == 256
-    assert f.elements_per_thread in f.valid("elements_per_thread")
+    assert (f.elements_per_thread,) in f.valid("elements_per_thread")
     assert f.suggested_ffts_per_block >= 1
     pairs = f.valid("elements_per_thread", "ffts_per_block")
-    assert (f.elements_per_thread, 1) in pairs
-    assert all(256 // e * b <= 1024 for e, b in pairs)
+    assert pairs == sorted(pairs) and all(256 // e * b <= 1024 for e, b in pairs)
     assert f._ltoir and len(f._ltoir) > 1000
     assert f.fft_type == "c2c" and f.direction == "forward" and f.sm == 900
     assert "size=256" in repr(f)
@@ -68,14 +67,43 @@ def test_block_traits_are_consistent(built):
 
 def test_thread_traits(built):
     f = built["thread"]
-    assert tuple(f.block_dim) == (1, 1, 1) and f.shared_memory_size == 0
+    # as in nvmath-python: no block traits for Thread execution
+    assert f.block_dim is None and f.shared_memory_size is None and f.ffts_per_block is None
     assert f.elements_per_thread == 16 and f.storage_size >= 16 and f.stride == 1
     assert f.precision is np.float64
-    assert f.valid("elements_per_thread") == [16]
+    assert f.valid("elements_per_thread") == [(16,)]
+    assert f.valid("elements_per_thread", "ffts_per_block") == [(16, 1)]
+
+
+def test_valid_lists_the_database_combinations_without_compiling(built, monkeypatch):
+    """valid() follows nvmath-python: the (elements_per_thread, ffts_per_block) pairs of
+    cuFFTDx's database for the FFT (the candidates an autotuner times), read from the records
+    nvidia-mathdx ships; an explicit elements_per_thread restricts them."""
+    import json
+
+    f = built["block"]
+    path = os.path.join(_codegen.mathdx_include(), "cufftdx", "database", "records", "900",
+                        "database_fp32_fwd.json")
+    with open(path, encoding="utf-8") as fh:
+        entry = next(e for e in json.load(fh)["database"] if e["size"] == 256)
+    expected = sorted({(b["ept"], b["fpb"]) for b in entry["blobs"]})
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("valid() compiled something")
+
+    monkeypatch.setattr(_codegen, "compile_spec", no_compile)
+    pairs = f.valid("elements_per_thread", "ffts_per_block")
+    assert pairs == expected and 1 < len(pairs) < 40
+    assert f.valid("ffts_per_block", "elements_per_thread") == sorted((b, e) for e, b in pairs)
+    assert f.valid("elements_per_thread") == sorted({(e,) for e, _ in pairs})
+    # the other architectures' records: sm_86 uses sm_70's (as cuFFTDx does)
+    assert _codegen.database_knobs("float32", 860, 256) == _codegen.database_knobs(
+        "float32", 700, 256)
+    assert _codegen.database_knobs("float32", 900, 67) == ()
 
 
 def test_unsupported_ept_lists_valid_values(built):
-    valid = built["block"].valid("elements_per_thread")
+    valid = [e for (e,) in built["block"].valid("elements_per_thread")]
     bad = next(e for e in (64, 128, 1, 256) if e not in valid)
     with pytest.raises(InvalidOptionError, match="elements_per_thread") as info:
         dx.FFT("c2c", 256, np.float32, sm=90, elements_per_thread=bad)

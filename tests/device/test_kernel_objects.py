@@ -130,6 +130,61 @@ def test_half_precision_kernels_compile(ffts, compile_ltoir):
     compile_ltoir(kernel, "void(float16[:, :])")
 
 
+def test_packed_folded_real_pair_matches_nvmath_and_compiles(compile_ltoir):
+    """nvmath-python 1.0's cufftdx_convolution_r2c_c2r_packed_fold_optimized example: an r2c
+    and a c2r FFT of 64 points in folded mode with the packed layout. The traits are the values
+    nvmath-python 1.0 reports for the same FFTs (libmathdx, sm_90; the example asserts them),
+    and the example's kernel (real view of the registers, complex pairs loaded per element,
+    both FFTs on one shared array) compiles."""
+    from numba import cuda
+
+    import cuweave.device as dx
+    from cuweave.device.types import complex64
+
+    try:
+        fft, ifft = dx.warm_cache([
+            dict(fft_type=t, size=64, precision=np.float32, ffts_per_block=2,
+                 elements_per_thread=4, execution="Block", sm=90,
+                 real_fft_options={"complex_layout": "packed", "real_mode": "folded"})
+            for t in ("r2c", "c2r")])
+    except ImportError as e:
+        pytest.skip(f"optional package missing: {e}")
+    for f in (fft, ifft):
+        assert f.value_type == complex64 and f.input_type is complex64
+        assert f.output_type is complex64
+        assert (f.storage_size, f.ffts_per_block, f.stride, f.size) == (2, 2, 16, 64)
+        assert f.elements_per_thread == 4 and f.block_dim == (16, 2, 1)
+        assert f.shared_memory_size == 512 and f.implicit_type_batching == 1
+        # a folded FFT's database entries are those of the half-size complex FFT, with twice
+        # the (real) elements per thread; restricted to the given elements_per_thread
+        assert f.valid("elements_per_thread") == [(4,)]
+        assert all(e == 4 for e, _ in f.valid("elements_per_thread", "ffts_per_block"))
+    assert fft.real_fft_options == {"complex_layout": "packed", "real_mode": "folded"}
+
+    def kernel(inout):
+        complex_thread_data = cuda.local.array(shape=(fft.storage_size,), dtype=fft.value_type)
+        real_thread_data = complex_thread_data.view(np.float32)
+        global_fft_id = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        for i in range(fft.elements_per_thread):
+            idx = i * fft.stride + cuda.threadIdx.x
+            if idx < fft.size // 2:
+                real_thread_data[2 * i + 0] = inout[global_fft_id, 2 * idx + 0]
+                real_thread_data[2 * i + 1] = inout[global_fft_id, 2 * idx + 1]
+        shared_mem = cuda.shared.array(shape=(0,), dtype=fft.value_type)
+        fft.execute(complex_thread_data, shared_mem)
+        for i in range(fft.elements_per_thread):
+            if i * fft.stride + cuda.threadIdx.x < fft.size // 2:
+                complex_thread_data[i] = complex_thread_data[i] / fft.size
+        ifft.execute(complex_thread_data, shared_mem)
+        for i in range(fft.elements_per_thread):
+            idx = i * fft.stride + cuda.threadIdx.x
+            if idx < fft.size // 2:
+                inout[global_fft_id, 2 * idx + 0] = real_thread_data[2 * i + 0]
+                inout[global_fft_id, 2 * idx + 1] = real_thread_data[2 * i + 1]
+
+    compile_ltoir(kernel, "void(float64[:, :])")
+
+
 def test_vector_arithmetic_compiles(compile_ltoir):
     from numba import cuda
 

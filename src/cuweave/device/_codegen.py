@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import re
 import tempfile
@@ -132,6 +133,41 @@ def database_sizes(precision: str) -> tuple[int, ...]:
     pattern = re.compile(rf"fft_(\d+)_{tag}_fwd\.hpp\.inc$")
     sizes = {int(m.group(1)) for m in map(pattern.match, os.listdir(folder)) if m}
     return tuple(sorted(sizes))
+
+
+# Architectures without database records of their own use another's (cuFFTDx's
+# cufftdx/database/detail/block_fft.hpp).
+_RECORD_ALIASES = {720: 700, 860: 700, 870: 800, 1010: 1000, 1030: 1000, 1210: 1200}
+
+
+@functools.cache
+def _database_records(precision: str, sm: int) -> dict:
+    """``{size: ((ept, fpb), ...)}`` of cuFFTDx's tuned block implementations for ``sm``, read
+    from the machine-readable copy of the records that nvidia-mathdx ships (no compilation)."""
+    arch = _RECORD_ALIASES.get(sm, sm)
+    path = os.path.join(mathdx_include(), "cufftdx", "database", "records", str(arch),
+                        f"database_{_PRECISION_TAG[precision]}_fwd.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            entries = json.load(f).get("database", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for entry in entries:
+        try:
+            pairs = {(int(b["ept"]), int(b["fpb"])) for b in entry["blobs"]}
+            out[int(entry["size"])] = tuple(sorted(pairs))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def database_knobs(precision: str, sm: int, size: int) -> tuple[tuple[int, int], ...]:
+    """The ``(elements_per_thread, ffts_per_block)`` pairs cuFFTDx's database holds a tuned
+    implementation of, for a ``size``-point complex block FFT in ``precision`` on ``sm``
+    (empty when the architecture or size has none). ``ffts_per_block`` counts FFTs (two per
+    value in half precision)."""
+    return _database_records(precision, sm).get(size, ())
 
 
 @functools.lru_cache(maxsize=1)

@@ -290,22 +290,29 @@ class FFT(KernelObject):
         return self.value_type
 
     @property
-    def block_dim(self) -> Dim3:
+    def block_dim(self) -> Dim3 | None:
+        """Threads of the block (Block execution); None for Thread execution, as in
+        nvmath-python."""
+        if self._spec.execution is Execution.Thread:
+            return None
         t = self._traits
         return Dim3(t["block_dim_x"], t["block_dim_y"], t["block_dim_z"])
 
-    def _trait(name):  # noqa: N805 - descriptor factory used in the class body only
+    def _trait(name, block_only=False):  # noqa: N805 - descriptor factory (class body only)
         def get(self):
+            if block_only and self._spec.execution is Execution.Thread:
+                return None
             return int(self._traits[name])
 
         get.__name__ = name
-        return property(get, doc=f"cuFFTDx trait ``{name}``.")
+        what = " (None for Thread execution, as in nvmath-python)" if block_only else ""
+        return property(get, doc=f"cuFFTDx trait ``{name}``{what}.")
 
     storage_size = _trait("storage_size")
-    shared_memory_size = _trait("shared_memory_size")
+    shared_memory_size = _trait("shared_memory_size", block_only=True)
     stride = _trait("stride")
     elements_per_thread = _trait("elements_per_thread")
-    ffts_per_block = _trait("ffts_per_block")
+    ffts_per_block = _trait("ffts_per_block", block_only=True)
     input_ept = _trait("input_ept")
     output_ept = _trait("output_ept")
     input_length = _trait("input_length")
@@ -355,11 +362,16 @@ class FFT(KernelObject):
 
     # ----- queries ----------------------------------------------------------------------------
     def valid(self, *knobs):
-        """Valid values of ``'elements_per_thread'`` and/or ``'ffts_per_block'``.
+        """Valid values of ``'elements_per_thread'`` and/or ``'ffts_per_block'``, as
+        nvmath-python gives them: a sorted list of tuples, one value per knob asked, in that
+        order (``valid("elements_per_thread")`` gives 1-tuples).
 
-        One knob gives a list of ints; several give a list of tuples in the order asked.
-        ``ffts_per_block`` bounds are approximate (1024 threads and the architecture's dynamic
-        shared memory per block).
+        Block execution lists the combinations cuFFTDx's database holds a tuned implementation
+        of for this FFT (read from the database's records: nothing is compiled), restricted to
+        this object's ``elements_per_thread`` when that was given; these are the candidates
+        worth timing. An architecture or size without records falls back to every supported
+        ``elements_per_thread`` with the ``ffts_per_block`` values that fit 1024 threads and
+        the architecture's shared memory per block.
         """
         allowed = ("elements_per_thread", "ffts_per_block")
         if not knobs or any(k not in allowed for k in knobs):
@@ -367,19 +379,32 @@ class FFT(KernelObject):
         if self._spec.execution is Execution.Thread:
             combos = [(self.elements_per_thread, 1)]
         else:
-            combos = []
-            smem_per_fft = self.shared_memory_size / max(self.ffts_per_block, 1)
-            limit = _SMEM_LIMIT.get(self._spec.sm, 48) * 1024
-            for ept in self._traits["valid_elements_per_thread"]:
-                threads = -(-self._spec.execution_size // ept)
-                top = 1024 // threads
-                if smem_per_fft:
-                    top = min(top, int(limit // smem_per_fft))
-                step = 2 if self._spec.precision == "float16" else 1  # FFT pairs in half
-                combos += [(ept, f) for f in range(step, max(top, 1) + 1, step)]
+            combos = self._block_combos()
         index = [allowed.index(k) for k in knobs]
-        picked = sorted({tuple(c[i] for i in index) for c in combos})
-        return [p[0] for p in picked] if len(knobs) == 1 else picked
+        return sorted({tuple(c[i] for i in index) for c in combos})
+
+    def _block_combos(self) -> list[tuple[int, int]]:
+        spec = self._spec
+        fixed = None if spec.elements_per_thread is None else self.elements_per_thread
+        # folded real FFTs run a complex FFT of half the size: twice the real elements
+        scale = 2 if spec.real_mode is RealMode.folded else 1
+        combos = [(scale * e, f) for e, f in
+                  _codegen.database_knobs(spec.precision, spec.sm, spec.execution_size)
+                  if fixed is None or scale * e == fixed]
+        if combos:
+            return combos
+        smem_per_fft = self.shared_memory_size / max(self.ffts_per_block, 1)
+        limit = _SMEM_LIMIT.get(spec.sm, 48) * 1024
+        for ept in self._traits["valid_elements_per_thread"]:
+            if fixed is not None and ept != fixed:
+                continue
+            threads = -(-spec.execution_size // ept)
+            top = 1024 // threads
+            if smem_per_fft:
+                top = min(top, int(limit // smem_per_fft))
+            step = 2 if spec.precision == "float16" else 1  # FFT pairs in half
+            combos += [(ept, f) for f in range(step, max(top, 1) + 1, step)]
+        return combos
 
     def __repr__(self):
         s = self._spec
