@@ -28,8 +28,10 @@ import sys
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import OptionTypeError  # an argument of the wrong type (a float n)
 from ._options import NORMS as _NORMS
-from ._options import FFTOptions
+from ._options import FFTDirection
 from ._spec import OperandTypeError  # an operand of the wrong kind (complex for a real FFT)
+from .fft import C2R_ODD as _C2R_ODD
+from .fft import _call as _form_call  # the function forms' body (cached plans)
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn",
@@ -252,6 +254,9 @@ def shape_and_axes(shape, s, axes, *, one_d=False):
 _KINDS = {"fft": ("C2C", "complex", False), "ifft": ("C2C-inv", "complex", False),
           "rfft": ("R2C", "real", False), "irfft": ("C2R", "complex", False),
           "hfft": ("C2R", "complex", True), "ihfft": ("R2C", "real", True)}
+#: engine step -> (direction, fft_type) as the public function form passes them to its body
+_FORMS = {"C2C": (FFTDirection.FORWARD, None), "C2C-inv": (FFTDirection.INVERSE, "C2C"),
+          "R2C": (FFTDirection.FORWARD, "R2C"), "C2R": (FFTDirection.INVERSE, "C2R")}
 
 
 class Recipe:
@@ -259,7 +264,8 @@ class Recipe:
     return. Holds no array: recipes are cached by the arguments' metadata (:func:`recipe`)."""
 
     __slots__ = ("kind", "ops", "step", "hermitian", "norm", "axes", "s", "last_n", "in_name",
-                 "in_targets", "out_shape", "out_dtype", "simple", "empty", "elements")
+                 "in_targets", "out_shape", "out_dtype", "simple", "empty", "elements",
+                 "direct")
 
     def __init__(self, kind, x, s, axes, norm, *, one_d=False):
         self.kind = kind
@@ -302,10 +308,20 @@ class Recipe:
         self.empty = self.elements == 0 or 0 in shape
         self.simple = (not hermitian and not self.empty and len(axes) <= _MAX_GROUP
                        and ops.dtype_name(x) == self.in_name and fitted == list(shape))
+        #: a simple recipe's arguments of the function forms' body after the operand, so a
+        #: call goes straight to the plan cache (None after a layout cuFFT cannot express)
+        self.direct = _form_args(step, self.axes, s[-1], self.norm, None) if self.simple \
+            else None
 
     def run(self, x, *, execution=None):
         """Fit ``x`` (dtype, ``s``), transform, return the result where ``x`` lives."""
         if self.simple:
+            direct = self.direct
+            if direct is not None and execution is None:
+                try:
+                    return _form_call(x, *direct)
+                except UnsupportedLayoutError:  # this layout (and later ones): by _engine,
+                    self.direct = None          # which moves the axes and remembers it
             return _engine(self.step, x, self.axes, self.last_n, self.norm, execution)
         ops = self.ops
         if self.empty:
@@ -355,7 +371,8 @@ def _tup(v):
 def recipe(kind, x, s, axes, norm, *, one_d=False) -> Recipe:
     """The :class:`Recipe` for these arguments, cached by ``x``'s package, dtype and shape."""
     try:
-        key = (kind, type(x), x.dtype, tuple(x.shape), _tup(s), _tup(axes), norm, one_d)
+        key = (kind, type(x), x.dtype, tuple(x.shape), s if s is None or type(s) is tuple
+               else _tup(s), axes if type(axes) is tuple else _tup(axes), norm, one_d)
         r = _RECIPES.get(key)
     except (TypeError, AttributeError):  # unhashable arguments, or not an array
         key = r = None
@@ -366,9 +383,6 @@ def recipe(kind, x, s, axes, norm, *, one_d=False) -> Recipe:
                 _RECIPES.clear()
             _RECIPES[key] = r
     return r
-
-
-_C2R_ODD = FFTOptions(fft_type="C2R", last_axis_parity="odd")
 
 
 def _transform(step, x, axes, last_n, norm, execution):
@@ -417,16 +431,16 @@ def _strides(x):
     return tuple(x.stride() if st is None else st)
 
 
+def _form_args(step, axes, last_n, norm, execution) -> tuple:
+    """The arguments after the operand with which the public function form of ``step``
+    (:func:`cuweave.fft.fft`, ``ifft``, ``rfft``, ``irfft``) calls its body."""
+    direction, fft_type = _FORMS[step]
+    options = _C2R_ODD if step == "C2R" and last_n % 2 else None
+    return (tuple(axes), options, execution, None, None, None, norm, direction, fft_type)
+
+
 def _call(step, x, axes, last_n, norm, execution):
-    engine = sys.modules[__package__]  # cuweave.fft's public function forms
-    if step == "C2C":
-        return engine.fft(x, axes=axes, norm=norm, execution=execution)
-    if step == "C2C-inv":
-        return engine.ifft(x, axes=axes, norm=norm, execution=execution)
-    if step == "R2C":
-        return engine.rfft(x, axes=axes, norm=norm, execution=execution)
-    options = _C2R_ODD if last_n % 2 else None
-    return engine.irfft(x, axes=axes, norm=norm, execution=execution, options=options)
+    return _form_call(x, *_form_args(step, axes, last_n, norm, execution))
 
 
 def _finish(y, out):

@@ -503,6 +503,9 @@ def _parse_key(key):
 #: Planned FFT objects of the function forms, keyed by spec key + direction + norm.
 plan_cache = PlanCache(maxsize=64, max_workspace_bytes=1 << 30)
 _TYPED_OPTIONS = {t: FFTOptions(fft_type=t) for t in ("C2C", "R2C", "C2R")}
+#: The options of an odd-length C2R (the NumPy layer's ``irfft(x, n=odd)``): this one object
+#: takes the keyed fast path like ``options=None`` (any other options object takes the full one).
+C2R_ODD = FFTOptions(fft_type="C2R", last_axis_parity="odd")
 
 
 def _options_for(options, fft_type):
@@ -527,10 +530,12 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
     fast = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
-    if options is None and execution is None and stream is None:
+    if (options is None or options is C2R_ODD) and execution is None and stream is None:
         found = probe(operand)
         if found is not None:
             fast = found[0] + (axes, fft_type, direction, norm)
+            if options is not None:  # C2R_ODD (one more entry than options=None's key)
+                fast += ("odd",)
             if prolog is not None or epilog is not None:
                 fast += (callback_fast_key(prolog), callback_fast_key(epilog))
             try:

@@ -56,6 +56,7 @@ __ua_domain__ = "numpy.scipy.fft"
 numpy_gpu_min_elements: int | None = 1 << 18
 
 _GPU: list = []  # [bool] once known
+_WHERE: dict = {}  # type(x) -> 'numpy', 'cupy' or None (what _classify says of that type)
 
 
 def __ua_function__(method, args, kwargs):
@@ -75,14 +76,26 @@ def _gpu_usable() -> bool:
 
 
 def _where(x):
-    """'numpy' or 'cupy' for the arrays this backend serves, else None."""
-    mod = type(x).__module__
+    """'numpy' or 'cupy' for the arrays this backend serves, else None (cached by type)."""
+    t = type(x)
+    try:
+        return _WHERE[t]
+    except KeyError:
+        pass
+    where = _classify(t)
+    if len(_WHERE) < 256:
+        _WHERE[t] = where
+    return where
+
+
+def _classify(t):
+    mod = t.__module__
     if mod == "numpy":
         np = sys.modules["numpy"]
-        return "numpy" if type(x) is np.ndarray else None
-    if mod.startswith("cupy"):
+        return "numpy" if t is np.ndarray else None
+    if type(mod) is str and mod.startswith("cupy"):
         cupy = sys.modules.get("cupy")
-        return "cupy" if cupy is not None and isinstance(x, cupy.ndarray) else None
+        return "cupy" if cupy is not None and issubclass(t, cupy.ndarray) else None
     return None
 
 
@@ -118,7 +131,8 @@ def _serve(kind, x, s, axes, norm, workers, plan, one_d):
     if where is None:
         return NotImplemented
     if where == "cupy":
-        check_workers(workers)
+        if workers is not None:
+            check_workers(workers)
         return recipe(kind, x, s, axes, norm, one_d=one_d).run(x)
     threshold = numpy_gpu_min_elements
     if threshold is None or not _gpu_usable():
@@ -137,7 +151,7 @@ def _serve(kind, x, s, axes, norm, workers, plan, one_d):
 
 def _one_d(kind):
     def fn(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
-        return _serve(kind, x, None if n is None else [n], [axis], norm, workers, plan, True)
+        return _serve(kind, x, None if n is None else (n,), (axis,), norm, workers, plan, True)
 
     fn.__name__ = kind
     return fn
