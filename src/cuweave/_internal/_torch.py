@@ -104,10 +104,24 @@ class TorchAdapter(Adapter):
 
     def result_allocator(self, shape, dtype, perm, device_id):
         generic = super().result_allocator(shape, dtype, perm, device_id)
+        made = self.result_maker(shape, dtype, perm, device_id)
+        if made is None:
+            return generic  # raises the typed error on use
+        new = made[0]
+
+        def alloc(stream, foreign=False):
+            if foreign:
+                return generic(stream)
+            x = new()
+            return x, x.data_ptr()
+
+        return alloc
+
+    def result_maker(self, shape, dtype, perm, device_id):
         torch = self._torch()
         tdtype = getattr(torch, dtype, None)
         if tdtype is None:
-            return generic  # raises the typed error on use
+            return None
         shape, perm = _shape_perm(shape, perm)
         kw = {"dtype": tdtype, "device": torch.device(self.device_type, device_id)}
         if perm == tuple(range(len(shape))):
@@ -119,14 +133,7 @@ class TorchAdapter(Adapter):
         else:  # one call instead of empty + permute
             new = functools.partial(torch.empty_strided, shape, _perm_strides(shape, perm),
                                     **kw)
-
-        def alloc(stream, foreign=False):
-            if foreign:
-                return generic(stream)
-            x = new()
-            return x, x.data_ptr()
-
-        return alloc
+        return new, type(new()).data_ptr  # the method itself: no attribute lookup per call
 
     def permute(self, obj, axes):
         return obj.permute(axes)

@@ -165,6 +165,13 @@ class Adapter:
 
         return alloc
 
+    def result_maker(self, shape, dtype: str, perm, device_id: int):
+        """``(new, pointer)`` or None: ``new()`` makes a result of :meth:`result_allocator`'s
+        layout on the package's current stream and ``pointer(x)`` gives its device pointer,
+        both callables the package provides (a run calls them instead of ``alloc``, one
+        Python frame less); None where the package has no such pair."""
+        return None
+
     # ---- layout operations ---------------------------------------------------------------
     def permute(self, obj, axes):
         """The view of ``obj`` with its axes in ``axes`` order (NumPy's ``transpose``)."""

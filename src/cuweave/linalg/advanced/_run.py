@@ -71,6 +71,9 @@ def build_run(mm):
     c_mode = 1 if p.c is not None else (2 if t["c_layout"] != t["d"] else 0)
     alloc = None if inplace or staged_ else pkg.result_allocator(p.result_shape, t["d"],
                                                                  p.result_perm, dev)
+    # a result on the current stream straight from the package's callables, where it has them
+    new, pointer = (alloc and pkg.result_maker(p.result_shape, t["d"], p.result_perm, dev)
+                    or (None, None))
     inputs = tuple((k, _A.BIAS_POINTER if k == "bias" else _A.EPILOGUE_AUX_POINTER)
                    for k in bind.inputs)
     outputs = _output_steps(mm)
@@ -110,7 +113,10 @@ def build_run(mm):
                 for (k, _, _, is_x), copy in zip(copies, held):
                     copy_ptr = wrap_operand(copy, k).ptr
                     a, b = (copy_ptr, b) if is_x else (a, copy_ptr)
-            if alloc is None:  # in place: the result is c
+            if new is not None and not foreign:  # a new result on the current stream
+                out = new()
+                d = pointer(out)
+            elif alloc is None:  # in place: the result is c
                 out, d = ops["c"].obj, ops["c"].ptr
             else:
                 out, d = alloc(s, foreign)
