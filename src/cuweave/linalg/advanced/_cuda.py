@@ -85,9 +85,15 @@ class CudaEngine:
         self.has_workspace = False
         self._stager = shared_stager() if host else None
         self._fn = _raw_matmul_function()
-        self._ptrs = None  # the pre-built ctypes arguments of cublasLtMatmul
+        # the ctypes arguments of cublasLtMatmul, made once: plans fill them (_build_args) and
+        # each run patches the operand pointers and the stream of these same objects
+        vp = ctypes.c_void_p
+        self._ptrs = [vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(),
+                      None, vp(), ctypes.c_size_t(), vp()]
         self.alpha_buf = self.beta_buf = None
-        self.args = None
+        self.args = None  # the argument tuple of the plan's first algorithm (None: unplanned)
+        #: ``call(a, b, c, d, algorithm, stream)``: one cublasLtMatmul (see _make_call)
+        self.call = self._make_call()
         self._bound: dict = {}  # descriptor pointer attribute -> the pointer it holds
         #: whether runs must make ``device_id`` current (more than one device present)
         self.multi_device = _device_count() > 1
@@ -208,9 +214,8 @@ class CudaEngine:
             return
         self.workspace_ptr = self.res.get("work", nbytes, stream)
         self.workspace_size, self.has_workspace = nbytes, True
-        if self._ptrs is not None:
-            self._ptrs[_WS].value = self.workspace_ptr or None
-            self._ptrs[_WS_SIZE].value = nbytes
+        self._ptrs[_WS].value = self.workspace_ptr or None
+        self._ptrs[_WS_SIZE].value = nbytes
 
     def release_workspace(self) -> None:
         self.res.release("work")
@@ -254,15 +259,55 @@ class CudaEngine:
 
     # ---------------------------------------------------------------- execution
     def _build_args(self, algorithm) -> None:
-        vp = ctypes.c_void_p
-        self._ptrs = ptrs = [vp(self.handle), vp(self.desc), vp(self.alpha_buf.ctypes.data),
-                             vp(), vp(self.la), vp(), vp(self.lb), vp(self.beta_buf.ctypes.data),
-                             vp(), vp(self.lc), vp(), vp(self.ld), None,
-                             vp(self.workspace_ptr or None), ctypes.c_size_t(self.workspace_size),
-                             vp()]
+        """Fill the argument objects for this plan and ``algorithm`` (the operand pointers and
+        the stream are patched by each run)."""
+        ptrs = self._ptrs
+        for i, value in ((0, self.handle), (1, self.desc), (2, self.alpha_buf.ctypes.data),
+                         (4, self.la), (6, self.lb), (7, self.beta_buf.ctypes.data),
+                         (9, self.lc), (11, self.ld), (_WS, self.workspace_ptr or None)):
+            ptrs[i].value = value
+        ptrs[_WS_SIZE].value = self.workspace_size
+        # by reference: an algorithm's configuration changed later is what the next run uses
         self._algo_ref = ptrs[_ALGO] = algorithm.ref()
         self._keep_algo = algorithm
         self.args = tuple(ptrs)
+
+    def run(self, a, b, c, d, algorithm, stream) -> None:
+        """One ``cublasLtMatmul`` with the pre-built arguments (pointers patched): :attr:`call`
+        (which the planned runs hold)."""
+        self.call(a, b, c, d, algorithm, stream)
+
+    def _make_call(self):
+        """The engine's one ``cublasLtMatmul`` call, over its argument objects: the four
+        operand pointers and the stream patched, the pre-built tuple passed as is (no
+        conversion of Python values, no attribute chain) unless another algorithm is asked for
+        or the workspace was released."""
+        ptrs, fn, eng = self._ptrs, self._fn, self
+        pa, pb, pc, pd, ps = ptrs[_A], ptrs[_B], ptrs[_C], ptrs[_D], ptrs[_STREAM]
+
+        def call(a, b, c, d, algorithm, stream) -> None:
+            pa.value, pb.value, pc.value, pd.value, ps.value = a, b, c, d, stream
+            if algorithm is None and eng.has_workspace:
+                status = fn(*eng.args)
+            else:
+                status = eng._run_other(algorithm, stream)
+            if status:
+                raise CublasLtError(status, "cublasLtMatmul")
+
+        return call
+
+    def _run_other(self, algorithm, stream) -> int:
+        """The call of :attr:`call` with ``algorithm`` (or the plan's first), the workspace
+        made large enough first; returns the status."""
+        if not self.has_workspace:  # after release_workspace()
+            self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
+        args = self.args
+        if algorithm is not None:
+            if algorithm.workspace_size > self.workspace_size:
+                self._ensure_workspace(algorithm.workspace_size, stream)
+            args = list(args)
+            args[_ALGO] = algorithm.ref()
+        return self._fn(*args)
 
     def set_scalars(self, alpha, beta) -> None:
         """Write ``alpha``/``beta`` (read by cuBLASLt when a run is queued)."""
@@ -275,23 +320,6 @@ class CudaEngine:
         if self._bound.get(attr) != ptr:
             lt.matmul_desc_set_attribute(self.desc, attr, ctypes.c_void_p(ptr))
             self._bound[attr] = ptr
-
-    def run(self, a, b, c, d, algorithm, stream) -> None:
-        """One ``cublasLtMatmul`` with the pre-built arguments (pointers patched)."""
-        ptrs = self._ptrs
-        ptrs[_A].value, ptrs[_B].value, ptrs[_C].value, ptrs[_D].value = a, b, c, d
-        ptrs[_STREAM].value = stream
-        if not self.has_workspace:  # after release_workspace()
-            self._ensure_workspace(max(x.workspace_size for x in self.algorithms), stream)
-        args = self.args
-        if algorithm is not None:
-            if algorithm.workspace_size > self.workspace_size:
-                self._ensure_workspace(algorithm.workspace_size, stream)
-            args = list(args)
-            args[_ALGO] = algorithm.ref()
-        status = self._fn(*args)
-        if status:
-            raise CublasLtError(status, "cublasLtMatmul")
 
     def autotune(self, bind, iterations: int, prune, stream: int, log) -> list:
         """Time each algorithm (L2 flushed before each run) and return them fastest first,
@@ -352,5 +380,5 @@ class CudaEngine:
         self.res.close()
         self.workspace_ptr, self.workspace_size, self.has_workspace = 0, 0, False
         self._stager = None  # the process-wide stager outlives the engine
-        self.args = self._ptrs = None
+        self.args = None
         self._bound = {}

@@ -63,7 +63,7 @@ def build_run(mm):
     dev, pkg, staged_ = mm._device_id, mm._adapter, mm._host
     inplace = mm.options.inplace
     current, res, enter, call, set_pointer = (pkg.stream_getter(dev), eng.res, eng.enter,
-                                              eng.run, eng.set_pointer)
+                                              eng.call, eng.set_pointer)
     multi = eng.multi_device
     x, y = ("b", "a") if p.swap else ("a", "b")
     # the C pointer: 0 D itself, 1 the user's c, 2 the workspace (C layout of another type,
