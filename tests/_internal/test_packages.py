@@ -290,3 +290,81 @@ def test_any_adapter_module_can_be_imported_first(first):
 def test_unknown_names_are_attribute_errors():
     with pytest.raises(AttributeError, match="NOPE"):
         packages.NOPE  # noqa: B018
+
+
+# ---- the function forms' pair probes and the run's result makers ------------------------------
+@pytest.fixture
+def cuda_tensors(monkeypatch):
+    """torch CPU tensors posing as CUDA tensors of device 0."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda self: 0)
+    return torch
+
+
+def _alignment(ptr):
+    return min(256, ptr & -ptr) if ptr else 256
+
+
+def test_pair_probe_of_torch_tensors_is_both_probes_in_one_key(cuda_tensors):
+    torch = cuda_tensors
+    a, b = torch.randn(8, 4), torch.randn(4, 6).t()
+    probe = packages.pair_prober(type(a), type(b))
+    assert packages.PAIR_PROBERS[torch.Tensor] is probe
+    key, pa, pb = probe(a, b, "extra")
+    (ma, ra), (mb, rb) = packages.probe(a), packages.probe(b)
+    assert (pa, pb) == (ra, rb) == (a.data_ptr(), b.data_ptr())
+    assert key == ma + (_alignment(pa),) + mb[1:] + (_alignment(pb), "extra")  # flat
+    # every part of the metadata and the pointers' alignments tells keys apart
+    for other in (torch.randn(8, 4, dtype=torch.float64), torch.randn(8, 5),
+                  torch.randn(4, 8).t(), torch.randn(8, 5)[:, 1:]):
+        assert probe(other, b, "extra")[0] != key
+    assert probe(a, b, "other")[0] != key
+    # lazily conjugated or negated tensors and CPU tensors are left to wrapping
+    z = torch.randn(8, 4, dtype=torch.complex64)
+    assert probe(z.conj(), z, None) is None and probe(z, z.conj(), None) is None
+    assert probe(a, z.conj().imag, None) is None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch.Tensor, "get_device", lambda self: -1)
+        assert probe(a, b, None) is None
+
+
+def test_pair_probe_of_mixed_or_unknown_types(cuda_tensors):
+    torch = cuda_tensors
+    a, w = torch.randn(8, 4), torch.nn.Parameter(torch.randn(4, 6))
+    probe = packages.pair_prober(type(a), type(w))
+    assert packages.PAIR_PROBERS[(type(a), type(w))] is probe
+    key, pa, pw = probe(a, w, None)
+    assert (pa, pw) == (a.data_ptr(), w.data_ptr())
+    assert key[:5] == packages.probe(a)[0] and key[6:10] == packages.probe(w)[0][1:]
+    assert packages.pair_prober(float, float)(1.0, 2.0, None) is None
+    assert packages.pair_prober(type(a), float)(a, 2.0, None) is None
+
+
+@pytest.mark.parametrize("ptr", [0, 1, 2, 6, 8, 96, 128, 256, 512, 0x7F0000000010,
+                                 0x7F0000000100, 0x7F0000001000, 2**48 + 4])
+def test_pair_probe_alignment_is_the_lowest_set_bit_up_to_256(ptr, monkeypatch):
+    # a probe for a package-less type, so the generic pair probe's arithmetic is what runs
+    monkeypatch.setitem(packages.PROBERS, _Ptr, lambda x: (("ptr",), x.ptr))
+    monkeypatch.setattr(packages, "PAIR_PROBERS", {})
+    key, _, _ = packages.pair_prober(_Ptr, _Ptr)(_Ptr(ptr), _Ptr(256), None)
+    assert key[1] == _alignment(ptr)
+
+
+class _Ptr:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def test_torch_result_maker_makes_the_allocators_layouts(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(packages.TORCH, "device_type", "cpu")
+    for shape, perm in (((5, 3), None), ((5, 3), (1, 0)), ((2, 5, 3), (0, 2, 1))):
+        new, pointer = packages.TORCH.result_maker(shape, "float32", perm, 0)
+        x = new()
+        y, _ = packages.TORCH.result_allocator(shape, "float32", perm, 0)(0)
+        assert isinstance(x, torch.Tensor) and x.dtype == torch.float32
+        assert (x.shape, x.stride()) == (y.shape, y.stride())
+        assert pointer(x) == x.data_ptr()
+        assert new().data_ptr() != x.data_ptr()  # a new tensor each call
+    assert packages.TORCH.result_maker((2, 2), "no_such_dtype", None, 0) is None
+    assert packages.NUMPY.result_maker((2, 2), "float32", None, 0) is None

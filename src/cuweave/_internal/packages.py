@@ -39,10 +39,18 @@ from .errors import (
 )
 from .memory import MemoryPointer, allocate  # noqa: F401 - allocate: re-exported
 from .streams import Stream
-from .wrapping import probe_torch, wrap_cai, wrap_dlpack, wrap_numpy, wrap_torch
+from .wrapping import (
+    probe_torch,
+    probe_torch_pair,
+    wrap_cai,
+    wrap_dlpack,
+    wrap_numpy,
+    wrap_torch,
+)
 
-__all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "empty",
-           "allocate", "resolve_stream", "inverse_perm"]
+__all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "prober",
+           "PROBERS", "pair_prober", "PAIR_PROBERS", "empty", "allocate", "resolve_stream",
+           "inverse_perm"]
 
 _EXPECTED = ("a NumPy or CuPy array, a torch tensor, or an object supporting __dlpack__ or "
              "__cuda_array_interface__")
@@ -303,12 +311,73 @@ def wrap_operand(x, name: str = "operand") -> Operand:
 
 def probe(x):
     """``(metadata, pointer)`` of a torch/CuPy device array (see :meth:`Adapter.probe`)."""
-    mod = type(x).__module__
-    if mod == "torch" or mod.startswith("torch."):
-        return probe_torch(x)
-    if mod.startswith("cupy") and hasattr(x, "data") and getattr(x, "device", None) is not None:
+    fn = PROBERS.get(type(x))
+    if fn is None:
+        fn = prober(type(x))
+    return fn(x)
+
+
+def prober(cls):
+    """The probe of arrays of type ``cls``: a function ``x -> (metadata, pointer) or None``
+    (:func:`probe` without the dispatch; one dictionary lookup per type once known)."""
+    fn = PROBERS.get(cls)
+    if fn is None:
+        mod = cls.__module__
+        if mod == "torch" or mod.startswith("torch."):
+            fn = probe_torch
+        elif mod.startswith("cupy"):
+            fn = _probe_cupy
+        else:
+            fn = _no_probe
+        if len(PROBERS) < 256:  # bounded: classes made on the fly are probed uncached
+            PROBERS[cls] = fn
+    return fn
+
+
+def pair_prober(cls_a, cls_b):
+    """The probe of two arrays of types ``cls_a`` and ``cls_b`` read together (the function
+    forms' keys): ``(a, b, extra) -> (key, pointer of a, pointer of b)`` or None, the key
+    holding both arrays' metadata, the alignment of each pointer in bytes (its lowest set bit,
+    at most 256; 0 counts as 256) and ``extra``. Known in :data:`PAIR_PROBERS` by the type
+    (arrays of one type) or the pair of types; torch's reads both tensors in one frame."""
+    kind = cls_a if cls_a is cls_b else (cls_a, cls_b)
+    fn = PAIR_PROBERS.get(kind)
+    if fn is not None:
+        return fn
+    first, second = prober(cls_a), prober(cls_b)
+    if first is probe_torch and second is probe_torch:
+        fn = probe_torch_pair
+    else:
+        def fn(a, b, extra):
+            fa = first(a)
+            if fa is None:
+                return None
+            fb = second(b)
+            if fb is None:
+                return None
+            pa, pb = fa[1], fb[1]
+            ua, ub = pa | 256, pb | 256
+            return (fa[0], ua & -ua, fb[0], ub & -ub, extra), pa, pb
+    if len(PAIR_PROBERS) < 256:  # bounded as PROBERS
+        PAIR_PROBERS[kind] = fn
+    return fn
+
+
+def _probe_cupy(x):
+    if hasattr(x, "data") and getattr(x, "device", None) is not None:
         return _cupy.CUPY.probe(x)
     return None
+
+
+def _no_probe(x):
+    return None
+
+
+#: array type -> its probe (filled by :func:`prober`; ``PROBERS.get(type(x))`` is the
+#: function forms' dispatch)
+PROBERS: dict = {}
+#: array type, or (type of a, type of b) -> :func:`pair_prober`'s probe
+PAIR_PROBERS: dict = {}
 
 
 def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream: int = 0,

@@ -12,7 +12,8 @@ from .arrays import Operand, bytes_to_elems, c_strides, dtype_name, new_operand,
 from .dtypes import canonical_name
 from .errors import InvalidOperandError
 
-__all__ = ["wrap_numpy", "wrap_torch", "probe_torch", "wrap_cai", "wrap_dlpack"]
+__all__ = ["wrap_numpy", "wrap_torch", "probe_torch", "probe_torch_pair", "wrap_cai",
+           "wrap_dlpack"]
 
 
 def wrap_numpy(x, name):
@@ -43,6 +44,21 @@ def probe_torch(x):
         if dev < 0 or x.is_conj() or x.is_neg():
             return None
         return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
+    except AttributeError:  # another object of the torch module: wrapping reports it
+        return None
+
+
+def probe_torch_pair(a, b, extra):
+    """:func:`packages.probe_pair` of two torch tensors: their metadata and pointer alignments
+    in one flat tuple ending with ``extra``, read in one frame."""
+    try:
+        da, db = a.get_device(), b.get_device()  # -1 on the CPU
+        if da < 0 or db < 0 or a.is_conj() or a.is_neg() or b.is_conj() or b.is_neg():
+            return None
+        pa, pb = a.data_ptr(), b.data_ptr()
+        ua, ub = pa | 256, pb | 256  # the lowest set bit of these: the alignment (at most 256)
+        return ("torch", a.dtype, a.shape, a.stride(), da, ua & -ua, b.dtype, b.shape,
+                b.stride(), db, ub & -ub, extra), pa, pb
     except AttributeError:  # another object of the torch module: wrapping reports it
         return None
 

@@ -592,6 +592,90 @@ def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
         assert gpu.matmul_calls[-1][-1] == 0x7000
 
 
+def _two_algorithms(monkeypatch, sizes=(1024, 4096)):
+    def heuristic(*a, **k):
+        out = []
+        for i, ws in enumerate(sizes):
+            r = lt.HeuristicResult()
+            r.workspaceSize = ws
+            r.algo.data[0] = i + 1
+            out.append(r)
+        return out
+
+    monkeypatch.setattr(lt, "algo_get_heuristic", heuristic)
+
+
+def test_run_patches_one_set_of_argument_objects(gpu, monkeypatch):
+    _two_algorithms(monkeypatch)
+    a, b = gpu.tensor(32, 16), gpu.tensor(16, 8)
+    mm = Matmul(a, b)
+    first, second = mm.plan()
+    eng = mm._engine
+    slots = [eng.args[i] for i in (3, 5, 8, 10, 13, 14, 15)]
+    mm.execute()
+    assert gpu.matmul_calls[-1][12]._obj is first.algo  # by reference, not a copy
+    mm.execute(algorithm=second)  # its own reference; the workspace grown for it
+    call = gpu.matmul_calls[-1]
+    assert call[12]._obj is second.algo and call[14] == 4096
+    mm.execute()
+    assert gpu.matmul_calls[-1][12]._obj is first.algo
+    eng._build_args(second)  # as autotune does: the same objects, the new algorithm
+    assert [eng.args[i] for i in (3, 5, 8, 10, 13, 14, 15)] == slots
+    assert all(x is y for x, y in zip([eng.args[i] for i in (3, 5, 8, 10, 13, 14, 15)], slots))
+    mm.execute()
+    assert gpu.matmul_calls[-1][12]._obj is second.algo
+    mm.execute(release_workspace=True)
+    assert eng.has_workspace is False
+    mm.execute()  # the workspace comes back, into the same argument objects
+    call = gpu.matmul_calls[-1]
+    assert eng.has_workspace and call[13] == eng.workspace_ptr and call[14] == 4096
+    d = mm.execute()
+    assert gpu.matmul_calls[-1][10] == d.data_ptr() == gpu.matmul_calls[-1][8]
+    mm.free()
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_results_on_the_current_stream_come_from_the_result_maker(gpu, monkeypatch, order):
+    from cuweave._internal import packages
+
+    made = []
+    real = packages.TORCH.result_maker
+
+    def maker(*args):
+        new, pointer = real(*args)
+        return (lambda: made.append(new()) or made[-1]), pointer
+
+    monkeypatch.setattr(packages.TORCH, "result_maker", maker)
+    a, b = gpu.tensor(32, 16, order=order), gpu.tensor(16, 8, order=order)
+    mm = Matmul(a, b)
+    mm.plan()
+    d1 = mm.execute()
+    assert made == [d1] and gpu.matmul_calls[-1][10] == d1.data_ptr()
+    d2 = mm.execute(stream=0x5000)  # another stream: the allocator, ordered on it
+    assert made == [d1] and gpu.matmul_calls[-1][10] == d2.data_ptr()
+    assert (d1.shape, d1.stride()) == (d2.shape, d2.stride())
+    mm.free()
+    monkeypatch.setattr(packages.TORCH, "result_maker", lambda *args: None)
+    mm = Matmul(a, b)  # a package without a maker: the allocator on every stream
+    mm.plan()
+    d3 = mm.execute()
+    assert made == [d1] and (d3.shape, d3.stride()) == (d1.shape, d1.stride())
+    assert gpu.matmul_calls[-1][10] == d3.data_ptr()
+    mm.free()
+
+
+def test_function_form_key_follows_alignment_and_type_pairs(gpu):
+    a, b = gpu.tensor(32, 32), gpu.tensor(32, 32)
+    matmul(a, b)
+    matmul(gpu.tensor(32, 32, offset=512), gpu.tensor(32, 32, offset=256))  # still 256
+    assert (plan_cache.misses, plan_cache.hits) == (1, 1)
+    matmul(gpu.tensor(32, 32, offset=16), b)  # 16-byte aligned: another plan
+    a16 = gpu.tensor(32, 32, offset=48)  # 16 again
+    matmul(a16, b)
+    assert (plan_cache.misses, plan_cache.hits) == (2, 2)
+    assert gpu.matmul_calls[-1][5] == a16.data_ptr()  # lt B: the user's a (row-major result)
+
+
 # ---- profiling (not a test) ---------------------------------------------------------------------
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._internal.cache import PlanCache
-from ..._internal.packages import probe, wrap_operand
-from ._binding import _input_name, alignment
+from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
+from ._binding import _input_name
 from ._checks import (
     _check_algorithm,
     _freeze,
@@ -86,13 +86,18 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
-        found = _array_key(a, b, epilog)  # the key whatever the stream (not part of a plan)
+        # the key whatever the stream (not part of a plan): (key, pointer of a, pointer of b)
+        # of torch/CuPy device arrays read off the arrays by their adapters' probes (what _key
+        # holds, pointers by alignment), None for anything else; epilog is hashable here
+        cls = type(a)
+        probe = PAIR_PROBERS.get(cls) if type(b) is cls else None
+        found = (probe or pair_prober(cls, type(b)))(a, b, epilog)
         if found is not None:
-            fast, ptrs = found
+            fast = found[0]
             if stream is None:
                 mm, looked_up = plan_cache.pop(fast), True
                 if mm is not None:
-                    return _run_cached(mm, fast, a, b, ptrs, alpha)
+                    return _run_cached(mm, found, a, b, alpha)
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -127,7 +132,7 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
             ops["c"] = mm._matrix_c(ops["c"])  # a 1-D c read as the planned matrix
         mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
                    None, False, aux_scale)  # the stream: release_operands() reset it
-    mm._spare_ops = ops if fast is not None else None
+    mm._spare_ops = (ops, ops["a"], ops["b"]) if fast is not None else None
     try:
         return mm.execute(stream=stream)
     finally:
@@ -152,43 +157,28 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
             beta is None, extras)
 
 
-def _array_key(a, b, epilog):
-    """``(key, (pointer of a, pointer of b))``: the cache key of ``matmul(a, b[, alpha][,
-    epilog])`` on torch/CuPy device arrays read off the arrays by their package adapters (what
-    :func:`_key` holds, pointers by alignment), or None for anything else."""
-    fa = probe(a)
-    if fa is None:
-        return None
-    fb = probe(b)
-    if fb is None:
-        return None
-    try:
-        hash(epilog)
-    except TypeError:
-        return None
-    pa, pb = fa[1], fb[1]
-    return (fa[0], alignment(pa), fb[0], alignment(pb), epilog), (pa, pb)
-
-
-def _run_cached(mm, key, a, b, ptrs, alpha):
-    """Execute a cached plan for the tensors ``a`` and ``b`` of ``key`` (its operand records
-    get the new tensors; no wrapping)."""
-    ops = mm._spare_ops
-    if ops is None:  # planned by a call that could not use the key: wrap this once
-        ops = mm._spare_ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
-    else:
-        ops["a"].obj, ops["a"].ptr = a, ptrs[0]
-        ops["b"].obj, ops["b"].ptr = b, ptrs[1]
+def _run_cached(mm, found, a, b, alpha):
+    """Execute a cached plan for the tensors ``a`` and ``b`` (``found``: their key and
+    pointers, from :func:`~cuweave._internal.packages.pair_prober`; the plan's operand records
+    get the new tensors, nothing is wrapped)."""
+    key, pa, pb = found
+    spare = mm._spare_ops  # (records by name, record of a, record of b)
+    if spare is None:  # planned by a call that could not use the key: wrap this once
+        ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
+        spare = mm._spare_ops = (ops, ops["a"], ops["b"])
+    ops, oa, ob = spare
+    oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
     lean = mm._fast_run
     if lean is not None:  # the key fixes the layouts and nothing else is bound: bind and run
-        want = 1.0 if alpha is None else alpha
-        if want != mm._alpha:
-            mm.alpha = want
+        if alpha is None:
+            alpha = 1.0
+        if alpha != mm._alpha:
+            mm.alpha = alpha
         mm._ops = ops
         try:
             return lean(mm)
         finally:
-            mm._ops = ops["a"].obj = ops["b"].obj = None  # as release_operands leaves it
+            mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
             plan_cache.put(key, mm, mm._engine.workspace_size)
     mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
     try:
@@ -202,8 +192,7 @@ def _put_back(mm, key) -> None:
     mm.release_operands()
     spare = mm._spare_ops
     if spare is not None:
-        for op in spare.values():
-            op.obj = None
+        spare[1].obj = spare[2].obj = None
     if key is not None:
         ws = mm._engine.workspace_size if mm._engine is not None else 0
         plan_cache.put(key, mm, ws)

@@ -115,7 +115,7 @@ class Matmul(StatefulObject):
     _run = None  # the one CUDA run, specialized by plan() (_run.build_run)
     _fast_run = None  # _run where no optional step applies (execute() calls it unchecked)
     _fast = None  # _fast_run while it applies now: operands bound, no fixed stream
-    _spare_ops = None  # operand records the function form refills on a cache hit (_function)
+    _spare_ops = None  # (records, a's, b's): refilled by the function form on a hit (_function)
     _from_tune_cache = False  # the plan's algorithms came timed from the autotune cache
 
     def __init__(self, a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None,
