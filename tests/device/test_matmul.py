@@ -240,7 +240,8 @@ _EVER_DECLARED: dict = {}
 @pytest.fixture
 def link_sm90(monkeypatch):
     """``link_sm90(pyfunc, sig)``: compile a kernel for sm_90 and link it with the generated
-    cuBLASDx LTO-IR into a cubin; returns ``(cubin, symbols)``."""
+    cuBLASDx LTO-IR into a cubin; returns ``(cubin, symbols)`` (the cuBLASDx functions and
+    call shims the kernel's link defines)."""
     from numba import cuda
     from numba.cuda import dispatcher
 
@@ -254,7 +255,7 @@ def link_sm90(monkeypatch):
 
     def record(context, code):
         linked.append(code)
-        _EVER_LINKED[code["symbol"]] = code
+        _EVER_LINKED[id(code)] = code
         original(context, code)
 
     monkeypatch.setattr(_blas_numba, "_link", record)
@@ -262,7 +263,7 @@ def link_sm90(monkeypatch):
     monkeypatch.setattr(cuda, "declare_device", lambda *a, **k: (
         _EVER_DECLARED.update({id(o): o for o in k.get("link", ())}), declare(*a, **k))[1])
 
-    def run(pyfunc, sig):
+    def run(pyfunc, sig, ptx=False):
         linked.clear()
         try:
             # a kernel (not a device function, which the link would drop unreferenced)
@@ -272,31 +273,39 @@ def link_sm90(monkeypatch):
             if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
                 pytest.skip(f"libNVVM is not available: {e}")
             raise
-        handle = nvjitlink.create(2, ["-arch=sm_90", "-lto"])
-        try:
-            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, ir, len(ir), "kernel")
-            symbols = sorted({c["symbol"] for c in linked})
-            # numba reuses the overloads compiled for earlier kernels of this process (their
-            # code was linked there): everything generated so far goes into the link
-            for code in _EVER_LINKED.values():
-                nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, code["ltoir"],
-                                   len(code["ltoir"]), code["symbol"])
-            for obj in _EVER_DECLARED.values():
-                nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, obj.data, len(obj.data),
-                                   obj.name)
-            try:
-                nvjitlink.complete(handle)
-            except nvjitlink.nvJitLinkError:
-                log = bytearray(nvjitlink.get_error_log_size(handle))
-                nvjitlink.get_error_log(handle, log)
-                raise AssertionError(log.decode(errors="replace")[:2000]) from None
-            cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
-            nvjitlink.get_linked_cubin(handle, cubin)
-        finally:
-            nvjitlink.destroy(handle)
-        return bytes(cubin), symbols
+        return _nvjitlink(nvjitlink, ir, linked, ptx)
 
     return run
+
+
+def _nvjitlink(nvjitlink, ir, linked, ptx):
+    """Link a kernel's LTO-IR with every cuBLASDx object made so far (reading them generates
+    the pending device-function groups) into a cubin, or the post-LTO PTX with ``ptx``."""
+    options = ["-arch=sm_90", "-lto"] + (["-ptx"] if ptx else [])
+    handle = nvjitlink.create(len(options), options)
+    try:
+        nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, ir, len(ir), "kernel")
+        # numba reuses the overloads compiled for earlier kernels of this process (their
+        # code was linked there): everything linked so far goes into the link
+        for code in list(_EVER_LINKED.values()) + list(_EVER_DECLARED.values()):
+            data = code.data
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), code.name)
+        try:
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError:
+            log = bytearray(nvjitlink.get_error_log_size(handle))
+            nvjitlink.get_error_log(handle, log)
+            raise AssertionError(log.decode(errors="replace")[:2000]) from None
+        if ptx:
+            out = bytearray(nvjitlink.get_linked_ptx_size(handle))
+            nvjitlink.get_linked_ptx(handle, out)
+        else:
+            out = bytearray(nvjitlink.get_linked_cubin_size(handle))
+            nvjitlink.get_linked_cubin(handle, out)
+    finally:
+        nvjitlink.destroy(handle)
+    symbols = sorted({s for code in linked for s in code.symbols})
+    return bytes(out), symbols
 
 
 def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):
@@ -379,6 +388,51 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
     cubin, symbols = link_sm90(kernel, (types.float32, f16f, f16c, types.float32, f32c, f32c))
     kinds = {s.split("_")[1] for s in symbols}
     assert {"copy", "execute", "axpby", "zero"} <= kinds and len(cubin) > 1000
+
+
+def test_tensor_functions_inline_and_generate_in_one_compilation(mathdx, link_sm90,
+                                                                 monkeypatch):
+    """A kernel's tensor device functions are generated in one libmathdx compilation when it
+    is linked, and after the link nothing is left of them but inlined code: no calls (numba's
+    struct-by-value calls became indirect calls, never inlined, with the accumulator in local
+    memory; they go through C++ shims now)."""
+    import re
+
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device import _blas_mathdx
+    from cuweave.device.matmul import Matmul, clear, copy, copy_fragment, copy_wait, make_tensor
+
+    mm = Matmul((32, 32, 16), np.float64, "real", arrangement=(ROW, ROW, ROW), sm=90,
+                block_size=64)
+    la, lb, lc = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
+    calls = []
+    real = _blas_mathdx.compile_functions
+    monkeypatch.setattr(_blas_mathdx, "compile_functions",
+                        lambda *a, **k: (calls.append(len(a[2])), real(*a, **k))[1])
+
+    def kernel(a, b, c):
+        g = cuda.blockIdx.x
+        smem = cuda.shared.array(0, dtype=np.float64, alignment=16)
+        sa = make_tensor(smem[:la.cosize], la)
+        sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
+        acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float64), lc)
+        copy(make_tensor(a[g], mm.get_layout_gmem_a()), sa, alignment=16)
+        copy(make_tensor(b[g], mm.get_layout_gmem_b()), sb, alignment=16)
+        clear(acc)
+        copy_wait()
+        mm.execute(sa, sb, acc)
+        copy_fragment(acc, make_tensor(c[g], mm.get_layout_gmem_c()))
+
+    arr = types.float64[:, :, ::1]
+    ptx, symbols = link_sm90(kernel, (arr, arr, arr), ptx=True)
+    ptx = ptx.decode(errors="replace")
+    assert calls == [5]                                   # copy A, copy B, clear, execute, store
+    assert {s.split("_")[1] for s in symbols} == {"copy", "zero", "execute"}
+    assert "callprototype" not in ptx and not re.search(r"^\.func", ptx, re.M)
+    assert not re.search(r"\b(ld|st)\.local", ptx)        # the accumulator lives in registers
+    assert re.search(r"cp\.async\.c[ag]\.shared\.global\S* \[[^]]+\], \[[^]]+\], 16", ptx)
 
 
 def test_warm_cache_validates_before_compiling(mathdx):
@@ -477,9 +531,11 @@ def test_accumulator_api_links_for_sm90(mathdx, link_sm90):
 
     f16c, f16f = types.float16[:, ::1], types.Array(types.float16, 2, "F")
     sig = (types.float64, f16f, f16c, types.float64, types.float64[:, ::1])
-    cubin, symbols = link_sm90(kernel, sig)
+    ptx, symbols = link_sm90(kernel, sig, ptx=True)
     kinds = {s.split("_")[1] for s in symbols}
-    assert {"create", "execute", "copy", "axpby", "is", "map"} <= kinds and len(cubin) > 1000
+    assert {"create", "execute", "copy", "axpby", "is", "map"} <= kinds
+    ptx = ptx.decode(errors="replace")
+    assert ".entry" in ptx and "callprototype" not in ptx     # every call inlined
 
 
 def test_make_tensor_rejects_non_arrays_and_accumulator_layouts(mm_f32, link_sm90):
@@ -576,7 +632,7 @@ def test_warm_kernels_generates_every_device_function_first(mathdx, link_sm90, t
     from numba.cuda import types
 
     cubin, symbols = link_sm90(kernel, (types.float32[:, ::1],))
-    assert len(symbols) == 2 and len(cubin) > 1000
+    assert len([s for s in symbols if not s.endswith("_shim")]) == 2 and len(cubin) > 1000
     errors = warm_kernels([(str(path), "no_such_builder")], max_workers=2)
     assert len(errors) == 1 and "no_such_builder" in errors[0]
 

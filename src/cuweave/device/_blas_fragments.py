@@ -24,11 +24,9 @@ from . import _blas_numba
 from ._blas_numba import (
     _I8P,
     OpaqueTensorType,
-    _call_extern,
     _clear,
     _copy_fragment,
     _desc,
-    _function_code,
     _tensor_value,
     _TensorModel,
 )
@@ -156,9 +154,7 @@ register_model(AccumulatorType)(_TensorModel)
 
 
 def _void_call(mm: Matmul, kind: str, tensors: tuple, context, builder, values):
-    code = _function_code(mm, kind, tensors)
-    _blas_numba._link(context, code)  # looked up at call time (tests record links)
-    _call_extern(builder, code["symbol"], values)
+    _blas_numba._device_call(context, builder, mm, kind, tensors, values)
 
 
 _accumulators: dict = {}
@@ -196,12 +192,13 @@ def accumulator_function(mm: Matmul, suggested: bool):
 
 
 def _flag_query(kind: str, with_index: bool):
-    """Intrinsic ``(acc[, index]) -> bool`` over libmathdx's ``void f([int* idx,] int* yes)``."""
+    """Intrinsic ``(acc[, index]) -> bool`` over libmathdx's
+    ``void f(T acc, [int* idx,] void* yes)`` (the accumulator holds the thread's state)."""
     i32 = ir.IntType(32)
 
     def codegen(context, builder, sig, args):
         acc_ty = sig.args[0]
-        values = []
+        values = [_tensor_value(context, builder, acc_ty, args[0])]
         if with_index:
             values.append(cgutils.alloca_once_value(
                 builder, context.cast(builder, args[1], sig.args[1], types.int32)))
@@ -243,7 +240,7 @@ def _map_fragment_index(typingctx, acc, index):
         row = cgutils.alloca_once_value(builder, ir.Constant(i32, 0))
         col = cgutils.alloca_once_value(builder, ir.Constant(i32, 0))
         _void_call(acc.layout.MM, "MAP_IDX2CRD_PARTITIONER", (_desc(acc),), context, builder,
-                   [idx, row, col])
+                   [_tensor_value(context, builder, acc, args[0]), idx, row, col])
         return context.make_tuple(builder, ret, (builder.load(row), builder.load(col)))
 
     return ret(acc, index), codegen

@@ -25,7 +25,6 @@ from numba.np.numpy_support import as_dtype, from_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_mathdx, _cache
-from ._blas_options import value_type_code
 from .matmul import _LAYOUTS, Layout, Matmul, _versions
 
 __all__ = ["OpaqueTensorType", "execute_function", "layout_function", "make_tensor", "copy",
@@ -96,11 +95,10 @@ def _scalar_pointer(context, builder, value, from_ty, to_ty):
     return builder.bitcast(slot, _I8P)
 
 
-def _link(context, code: dict) -> None:
-    from numba.cuda import LTOIR
-
-    context.active_code_library.add_linking_file(
-        LTOIR(code["ltoir"], name=f"{code['symbol']}.ltoir"))
+def _link(context, code) -> None:
+    """Add ``code`` (a linkable object of :func:`_linkable` or a device-function group) to
+    the link of the function being lowered. numba links each object once per kernel."""
+    context.active_code_library.add_linking_file(code)
 
 
 def _call_extern(builder, symbol: str, values) -> None:
@@ -112,6 +110,23 @@ def _call_extern(builder, symbol: str, values) -> None:
 # ---------------------------------------------------------------------------------------------
 # Code of device functions (cached on disk)
 # ---------------------------------------------------------------------------------------------
+
+
+_linkables: dict = {}
+
+
+def _linkable(code: dict):
+    """One numba ``LTOIR`` object per generated symbol (a kernel calling it twice links it
+    once)."""
+    from numba.cuda import LTOIR
+
+    with _lock:
+        obj = _linkables.get(code["symbol"])
+        if obj is None:
+            obj = LTOIR(code["ltoir"], name=f"{code['symbol']}.ltoir")
+            obj.symbols = (code["symbol"],)
+            _linkables[code["symbol"]] = obj
+    return obj
 
 
 def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
@@ -127,20 +142,47 @@ def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
                    _versions()], build)
 
 
-def _function_code(mm: Matmul, kind: str, tensors: tuple, copy_alignment=None) -> dict:
-    """One libmathdx tensor device function ``kind`` over ``tensors`` (see :func:`_desc`)."""
-    spec = mm._resolved
-    fkind = getattr(_blas_mathdx.FunctionKind, kind)
+def _device_call(context, builder, mm: Matmul, kind: str, tensors: tuple, values,
+                 copy_alignment=None) -> None:
+    """Call libmathdx's tensor device function ``kind`` over ``tensors`` (see :func:`_desc`)
+    with the C-ABI ``values``; the code is generated when the kernel is linked, together with
+    every other function of ``mm`` the kernel calls (:mod:`._blas_groups`)."""
+    from ._blas_groups import Request, require
 
-    def build(key):
-        kinds = [(getattr(_blas_mathdx.TensorKind, k), a,
-                  None if dt is None else value_type_code(dt)) for k, a, dt in tensors]
-        ltoir, symbols = _blas_mathdx.compile_functions(spec, spec.block_dim,
-                                                        [(fkind, kinds, copy_alignment)])
-        return {"traits": None, "symbol": symbols[0], "ltoir": ltoir}
+    request = Request.make(mm, kind, tensors, copy_alignment, _abi(values))
+    for code in require(request):
+        _link(context, code)
+    if request.shim is None:
+        _call_extern(builder, request.symbol, values)
+    else:
+        _call_extern(builder, request.shim, _flatten(builder, values))
 
-    return _entry([list(spec.key()), kind, [list(t) for t in tensors], copy_alignment,
-                   _versions()], build)
+
+def _abi(values) -> str:
+    """One letter per argument: ``g`` a global tile struct, ``t`` another tensor struct,
+    ``i`` an ``int*``, ``p`` another pointer (``void*``)."""
+    out = []
+    for v in values:
+        if isinstance(v.type, ir.IdentifiedStructType):
+            out.append("g" if len(v.type.elements) == 2 else "t")
+        elif isinstance(v.type, ir.PointerType) and v.type.pointee == ir.IntType(32):
+            out.append("i")
+        else:
+            out.append("p")
+    return "".join(out)
+
+
+def _flatten(builder, values) -> list:
+    """The tensor structs of ``values`` as their members (pointer, leading dimension)."""
+    out = []
+    for v in values:
+        if isinstance(v.type, ir.IdentifiedStructType):
+            out.append(builder.extract_value(v, 0))
+            if len(v.type.elements) == 2:
+                out.append(builder.extract_value(v, [1, 0]))
+        else:
+            out.append(v)
+    return out
 
 
 def _entry(parts, build) -> dict:
@@ -185,7 +227,7 @@ def _pointer_execute(mm: Matmul):
 
         def codegen(context, builder, sig, args):
             code = _execute_code(mm)
-            _link(context, code)
+            _link(context, _linkable(code))
             ct = sig.args[4].dtype
             ptrs = [_generic_pointer(builder, context.make_array(t)(context, builder, v).data)
                     for t, v in ((sig.args[1], args[1]), (sig.args[2], args[2]),
@@ -217,7 +259,7 @@ def _dynamic_ld_execute(mm: Matmul):
 
         def codegen(context, builder, sig, args):
             code = _execute_code(mm, dynamic_ld=True)
-            _link(context, code)
+            _link(context, _linkable(code))
             ct = sig.args[6].dtype
 
             def data(i):
@@ -259,8 +301,6 @@ def _tensor_execute(mm: Matmul, with_scalars: bool):
 
     def codegen_for(kinds):
         def codegen(context, builder, sig, llargs):
-            code = _function_code(mm, "EXECUTE", kinds)
-            _link(context, code)
             if with_scalars:
                 ct = sig.args[4].dtype
                 values = [_scalar_pointer(context, builder, llargs[0], sig.args[0], ct),
@@ -271,7 +311,7 @@ def _tensor_execute(mm: Matmul, with_scalars: bool):
             else:
                 values = [_tensor_value(context, builder, t, v)
                           for t, v in zip(sig.args, llargs)]
-            _call_extern(builder, code["symbol"], values)
+            _device_call(context, builder, mm, "EXECUTE", kinds, values)
             return context.get_dummy_value()
 
         return codegen
@@ -473,10 +513,8 @@ def _copy_intrinsic(fragment: bool, alignment: int | None):
         kinds = (_desc(src), _desc(dst))
 
         def codegen(context, builder, sig, args):
-            code = _function_code(mm, "COPY", kinds, alignment)
-            _link(context, code)
-            _call_extern(builder, code["symbol"],
-                         [_tensor_value(context, builder, t, v) for t, v in zip(sig.args, args)])
+            values = [_tensor_value(context, builder, t, v) for t, v in zip(sig.args, args)]
+            _device_call(context, builder, mm, "COPY", kinds, values, alignment)
             return context.get_dummy_value()
 
         return types.void(src, dst), codegen
@@ -539,10 +577,8 @@ def _clear(typingctx, tensor):
     kinds = (_desc(tensor),)
 
     def codegen(context, builder, sig, args):
-        code = _function_code(tensor.layout.MM, "CLEAR", kinds)
-        _link(context, code)
-        _call_extern(builder, code["symbol"], [_tensor_value(context, builder, sig.args[0],
-                                                             args[0])])
+        _device_call(context, builder, tensor.layout.MM, "CLEAR", kinds,
+                     [_tensor_value(context, builder, sig.args[0], args[0])])
         return context.get_dummy_value()
 
     return types.void(tensor), codegen
@@ -567,13 +603,11 @@ def _axpby(typingctx, alpha, x, beta, y):
     kinds = (_desc(x), _desc(y))
 
     def codegen(context, builder, sig, args):
-        code = _function_code(y.layout.MM, "AXPBY", kinds)
-        _link(context, code)
         values = [_scalar_pointer(context, builder, args[0], sig.args[0], x.dtype),
                   _tensor_value(context, builder, x, args[1]),
                   _scalar_pointer(context, builder, args[2], sig.args[2], y.dtype),
                   _tensor_value(context, builder, y, args[3])]
-        _call_extern(builder, code["symbol"], values)
+        _device_call(context, builder, y.layout.MM, "AXPBY", kinds, values)
         return context.get_dummy_value()
 
     return types.void(alpha, x, beta, y), codegen

@@ -99,38 +99,46 @@ def _kernel_requests(target) -> list | str:
     try:
         from numba import cuda
 
-        from . import _blas_fragments, _blas_numba
+        from . import _blas_groups, _blas_numba
 
         pyfunc, sig, sm = _load_builder(*target[:2])(*target[2:])
         found = []
-
-        def function_code(mm, kind, tensors, copy_alignment=None):
-            found.append(("function", mm, kind, tensors, copy_alignment))
-            return {"symbol": f"cuweave_dry_{len(found)}", "ltoir": None}
 
         def execute_code(mm, dynamic_ld=False):
             found.append(("execute", mm, dynamic_ld))
             return {"symbol": f"cuweave_dry_{len(found)}", "ltoir": None}
 
-        real = (_blas_numba._function_code, _blas_numba._execute_code, _blas_numba._link)
-        _blas_numba._function_code = _blas_fragments._function_code = function_code
+        def require(request):
+            found.append(("function", request))
+            return ()
+
+        real = (_blas_numba._execute_code, _blas_numba._link, _blas_groups.require)
         _blas_numba._execute_code = execute_code
         _blas_numba._link = lambda context, code: None
+        _blas_groups.require = require
         try:
             cuda.compile(pyfunc, sig, cc=(sm // 100, sm // 10 % 10), output="ltoir",
                          device=False, abi="numba")
         finally:
-            (_blas_numba._function_code, _blas_numba._execute_code, _blas_numba._link) = real
-            _blas_fragments._function_code = real[0]
-        return [r for r in found if not _generated(r, *real[:2])]
+            _blas_numba._execute_code, _blas_numba._link, _blas_groups.require = real
+        return [r for r in found if not _generated(r, real[0])]
     except Exception as e:
         return f"{target[1]}: {type(e).__name__}: {e}"
 
 
-def _generated(request, function_code, execute_code, generate=False) -> bool:
-    """Whether ``request``'s code is in the disk cache (with ``generate``: made so)."""
-    from . import _blas_numba
+def _generated(request, execute_code, generate=False) -> bool:
+    """Whether ``request``'s code is in the disk cache (with ``generate``: made so).
 
+    ``request`` is ``('execute', mm, dynamic_ld)`` (a pointer execute), ``('function',
+    Request)`` (one tensor device function) or, to generate, ``('function', [Request, ...])``:
+    the tensor device functions of one GEMM description, generated in one compilation."""
+    from . import _blas_groups, _blas_numba
+
+    if request[0] == "function":
+        if generate:
+            _blas_groups.generate(list(request[1]))
+            return True
+        return _blas_groups.is_cached(request[1])
     saved = _blas_numba._entry
     if not generate:
         def probe(parts, build):
@@ -140,24 +148,33 @@ def _generated(request, function_code, execute_code, generate=False) -> bool:
 
         _blas_numba._entry = probe
     try:
-        if request[0] == "function":
-            entry = function_code(*request[1:])
-        else:
-            entry = execute_code(*request[1:])
+        entry = execute_code(*request[1:])
     finally:
         _blas_numba._entry = saved
     return "missing" not in entry
 
 
 def _generate_request(request) -> str | None:
-    """Worker: generate one device function of a kernel into the disk cache."""
+    """Worker: generate one pointer execute, or the tensor functions of one GEMM description,
+    into the disk cache."""
     try:
         from . import _blas_numba
 
-        _generated(request, _blas_numba._function_code, _blas_numba._execute_code, True)
+        _generated(request, _blas_numba._execute_code, True)
     except Exception as e:
-        return f"{request[2] if request[0] == 'function' else 'execute'}: {type(e).__name__}: {e}"
+        return f"{'execute' if request[0] == 'execute' else 'functions'}: {type(e).__name__}: {e}"
     return None
+
+
+def _grouped(found: list, requests: dict) -> None:
+    """Add the requests a kernel listed to ``requests``: pointer executes one by one, tensor
+    functions grouped by GEMM description (one generation each)."""
+    for r in found:
+        if r[0] == "execute":
+            requests.setdefault(("execute", r[1]._kernel_key(), r[2]), r)
+            continue
+        group = requests.setdefault(("function", r[1].mm._kernel_key()), ["function", {}])
+        group[1].setdefault(r[1].key, r[1])
 
 
 def warm_kernels(targets, max_workers=None) -> list[str]:
@@ -195,13 +212,13 @@ def warm_kernels(targets, max_workers=None) -> list[str]:
             if isinstance(found, str):
                 errors.append(found)
                 continue
-            for r in found:
-                key = (r[0], r[1]._kernel_key(), repr(r[2:]))
-                requests.setdefault(key, r)
-    if requests:
-        with ProcessPoolExecutor(min(workers, len(requests)), mp_context=ctx) as pool:
-            errors += [e for e in pool.map(_generate_request, list(requests.values())) if e]
+            _grouped(found, requests)
+    jobs = [r if r[0] == "execute" else ("function", list(r[1].values()))
+            for r in requests.values()]
+    if jobs:
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx) as pool:
+            errors += [e for e in pool.map(_generate_request, jobs) if e]
     if _log.isEnabledFor(20):
-        _log.info("warm_kernels: %d kernels, %d device functions generated", len(targets),
-                  len(requests))
+        _log.info("warm_kernels: %d kernels, %d generations (executes and function groups)",
+                  len(targets), len(jobs))
     return errors

@@ -141,7 +141,7 @@ def _versions():
     from .._version import __version__
     from . import _blas_mathdx
 
-    return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 2}
+    return {**_blas_mathdx.versions(), "cuweave": __version__, "source": 3}
 
 
 def _derived(spec: MatmulSpec) -> dict | None:
