@@ -3,14 +3,21 @@
 Cases: an MLP block (Linear → GELU(tanh) → Linear) forward + backward (input and parameter
 gradients) in bf16 at tokens 8192, hidden 4096, ffn 16384: cuweave ``FusedMLP`` eager and
 under ``torch.compile``, torch eager, torch.compile (default mode). A small step (tokens 64)
-captured in a CUDA graph vs the same step eager. The block's products one by one, the
+captured in a CUDA graph vs the same step eager, and the host time of the small step's calls
+(eager route vs the ``torch.library`` operator, vs torch). The block's products one by one, the
 backward variants (first bias gradient in DGELU_BGRAD or in the weight gradient's BGRADB;
 autotuning over 8/16/32 heuristic candidates), the FP8 forward Linear. A probe: can a plain
 ``cuweave.linalg.advanced.matmul`` be captured in a CUDA graph after a warm-up?
+
+``CUWEAVE_TORCH_PARTS`` (comma-separated part names, e.g. ``host_time,small_step``) runs only
+those parts.
 """
 
 from __future__ import annotations
 
+import os
+import statistics
+import time
 import traceback
 
 from harness import gpu_times_interleaved, peer
@@ -214,6 +221,63 @@ def small_step(res, torch, quick, hidden=4096, ffn=16384):
                   den="torch + CUDA graph", higher_is_better=False)
 
 
+def host_time(res, torch, quick, tokens=64, hidden=1024, ffn=4096):
+    """Host µs per call with no call waiting on the GPU: each span of calls is queued behind a
+    long ``torch.cuda._sleep`` (the GPU is still sleeping when the span ends; checked). The
+    eager route (``FusedMLP``) against the ``torch.library`` operator called directly
+    (``torch.ops.cuweave.mlp``, forward only) and against torch's layers."""
+    from cuweave.torch import _ops
+
+    dtype = torch.bfloat16
+    fused, plain = _blocks(torch, hidden, ffn, "gelu", dtype)
+    x = torch.randn(tokens, hidden, device="cuda", dtype=dtype, requires_grad=True)
+    dy = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
+    xd, p = x.detach(), [t.detach() for t in fused.parameters()]
+
+    def no_grad(fn):
+        def call():
+            with torch.no_grad():
+                return fn()
+        return call
+
+    impls = {"cuweave FusedMLP fwd+bwd": _step(torch, fused, x, dy),
+             "torch fwd+bwd": _step(torch, plain, x, dy),
+             "cuweave FusedMLP fwd (no_grad)": no_grad(lambda: fused(x)),
+             "torch.ops.cuweave.mlp fwd (no_grad, operator route)": no_grad(
+                 lambda: torch.ops.cuweave.mlp(xd, *p, "gelu")),
+             "cuweave eager route fwd (no_grad, _ops.mlp_call)": no_grad(
+                 lambda: _ops.mlp_call(xd, *p, "gelu")),
+             "torch fwd (no_grad)": no_grad(lambda: plain(x))}
+    calls, rounds, cycles = 20, 7 if quick else 15, int(2e8)  # ~0.1 s of GPU sleep
+    for fn in impls.values():
+        for _ in range(5):
+            fn()
+    torch.cuda.synchronize()
+    spans: dict = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            done = torch.cuda.Event()
+            torch.cuda._sleep(cycles)
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            t1 = time.perf_counter()
+            done.record()
+            busy = not done.query()  # the sleep (and the queued calls) not finished yet
+            torch.cuda.synchronize()
+            if busy:
+                spans[name].append((t1 - t0) / calls * 1e6)
+    case = f"host time, MLP gelu bf16 T={tokens} h={hidden} ffn={ffn}"
+    for name, us in spans.items():
+        if us:
+            res.add(case=case, impl=name, metric="host us", unit="us",
+                    value=statistics.median(us))
+    res.add_ratio(case=case, metric="host us", num="cuweave FusedMLP fwd+bwd",
+                  den="torch fwd+bwd", higher_is_better=False)
+    res.add_ratio(case=case, metric="host us", num="cuweave FusedMLP fwd (no_grad)",
+                  den="torch fwd (no_grad)", higher_is_better=False)
+
+
 def capture_probe(res, torch, quick):
     """Whether ``linalg.advanced.matmul`` (function form) and a planned ``Matmul`` survive
     CUDA graph capture after a warm-up on the capturing stream (1 = captured and replayed
@@ -255,11 +319,15 @@ def run(results, quick: bool) -> None:
     if torch is None or not torch.cuda.is_available():
         print("   torch with CUDA is needed for the torch benchmarks; skipped")
         return
-    parts = [(mlp_block, {}), (mlp_products, {}), (mlp_variants, {}), (fp8_forward, {}),
-             (small_step, {}), (small_step, {"hidden": 1024, "ffn": 4096}),
-             (capture_probe, {})]
+    parts = [(host_time, {}), (small_step, {"hidden": 1024, "ffn": 4096}), (small_step, {}),
+             (mlp_block, {}), (mlp_products, {}), (fp8_forward, {}), (capture_probe, {}),
+             (mlp_variants, {})]
     if not quick:
-        parts.insert(1, (mlp_block, {"act": "relu"}))
+        parts.insert(4, (mlp_block, {"act": "relu"}))
+        parts.insert(1, (host_time, {"hidden": 4096, "ffn": 16384}))
+    only = [n.strip() for n in os.environ.get("CUWEAVE_TORCH_PARTS", "").split(",") if n.strip()]
+    if only:
+        parts = [(part, kw) for part, kw in parts if part.__name__ in only]
     for part, kw in parts:
         try:
             part(results, torch, quick, **kw)

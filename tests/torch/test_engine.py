@@ -1,6 +1,7 @@
-"""cuweave.torch's planned products on the CPU: the plan cache (the project's PlanCache), the
-autotuning choice and fp8 options, with a recording ``Matmul`` and tensors posing as CUDA
-ones (only what the engine reads: shape, strides, dtype, pointer, device)."""
+"""cuweave.torch's planned products on the CPU: the plan cache (exact keys, LRU bound, no
+capture query on the hot path), the autotuning choice and fp8 options, with a recording
+``Matmul`` and tensors posing as CUDA ones (only what the engine reads: shape, strides, dtype,
+pointer, device)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cuweave import InvalidStateError  # noqa: E402
-from cuweave._internal.cache import PlanCache  # noqa: E402
 from cuweave.torch import _engine, clear_plans, plan_count  # noqa: E402
 
 
@@ -21,6 +21,10 @@ class CudaLike:
     def __init__(self, shape, dtype=torch.bfloat16, ptr=1 << 20):
         self.shape, self.dtype, self._ptr = torch.Size(shape), dtype, ptr
         self.device = types.SimpleNamespace(type="cuda", index=0)
+        self.is_cuda = True
+
+    def get_device(self):
+        return self.device.index
 
     def stride(self):
         return (self.shape[1], 1) if len(self.shape) == 2 else (1,)
@@ -59,16 +63,18 @@ class RecordingMatmul:
 def engine(monkeypatch):
     RecordingMatmul.made = []
     clear_plans()
-    capturing = [False]
+    capturing, asked, stream = [False], [0], [7]
+
+    def is_capturing():
+        asked[0] += 1
+        return capturing[0]
+
     monkeypatch.setattr(_engine, "Matmul", RecordingMatmul)
-    monkeypatch.setattr(_engine, "_current_stream", lambda device: 7)
-    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
-    yield types.SimpleNamespace(made=RecordingMatmul.made, capturing=capturing)
+    monkeypatch.setattr(_engine, "_current_stream", lambda device: stream[0])
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", is_capturing)
+    yield types.SimpleNamespace(made=RecordingMatmul.made, capturing=capturing, asked=asked,
+                                stream=stream)
     clear_plans()
-
-
-def test_the_layers_keep_plans_in_the_project_plan_cache():
-    assert isinstance(_engine._plans, PlanCache)
 
 
 def test_a_product_is_planned_once_and_rebound_after(engine):
@@ -88,9 +94,72 @@ def test_the_cache_is_bounded_by_count(engine):
     b = CudaLike((32, 16))
     for rows in range(2, 2 + _engine._MAX_PLANS + 3):
         _engine.run(CudaLike((rows, 32)), b, "default")
-    assert plan_count() == _engine._MAX_PLANS + 1  # the LRU plus PlanCache's front slot
-    assert sum(mm.freed for mm in engine.made) == 2
-    assert engine.made[0].freed
+    assert plan_count() == _engine._MAX_PLANS
+    assert [i for i, mm in enumerate(engine.made) if mm.freed] == [0, 1, 2]
+
+
+def test_the_least_recently_used_plan_is_evicted(engine, monkeypatch):
+    monkeypatch.setattr(_engine, "_MAX_PLANS", 3)
+    b = CudaLike((32, 16))
+    a = [CudaLike((rows, 32)) for rows in (2, 3, 4, 5)]
+    for i in (0, 1, 2, 0):  # plan 1 is now the least recently used
+        _engine.run(a[i], b, "default")
+    _engine.run(a[3], b, "default")
+    assert [mm.freed for mm in engine.made] == [False, True, False, False]
+    assert plan_count() == 3
+
+
+def test_keys_are_exact(engine):
+    b = CudaLike((32, 16))
+    base = 1 << 20
+    _engine.run(CudaLike((64, 32), ptr=base + 2), b, "default")
+    _engine.run(CudaLike((64, 32), ptr=base + 6), b, "default")  # also 2-byte aligned
+    assert len(engine.made) == 1
+    for other in (CudaLike((64, 32), ptr=base + 4), CudaLike((64, 32), ptr=base),
+                  CudaLike((64, 32), ptr=base + 256 * 3),  # 256-aligned as base: same plan
+                  CudaLike((64, 32), dtype=torch.float16), CudaLike((32, 64))):
+        _engine.run(other, b, "default")
+    assert len(engine.made) == 5
+    _engine.run(CudaLike((64, 32)), b, "bias", {"bias": CudaLike((1, 16))})
+    _engine.run(CudaLike((64, 32)), b, "bias", {"bias": CudaLike((1, 16), ptr=base + 8)})
+    assert len(engine.made) == 7 and plan_count() == 7
+    a = CudaLike((64, 32))
+    assert _engine._key("x", None, 0, a, b, None) != _engine._key("x", None, 1, a, b, None)
+
+
+def test_a_run_on_its_last_stream_does_not_ask_about_capture(engine):
+    a, b = CudaLike((64, 32)), CudaLike((32, 16))
+    _engine.run(a, b, "default")
+    assert engine.asked[0] == 1  # the new plan: refused during a capture
+    for _ in range(3):
+        _engine.run(a, b, "default")
+    assert engine.asked[0] == 1
+    engine.stream[0] = 9  # another stream, not capturing: run there, remembered
+    _engine.run(a, b, "default")
+    assert engine.asked[0] == 2
+    assert _engine._idle[_engine._key("default", None, 0, a, b, None)].stream == 9
+
+
+def test_an_entry_put_back_beside_an_idle_one_is_kept_as_a_spare(engine):
+    a, b = CudaLike((64, 32)), CudaLike((32, 16))
+    _engine.run(a, b, "default")
+    key = _engine._key("default", None, 0, a, b, None)
+    running = _engine._idle.pop(key)  # another thread's run in flight
+    _engine.run(a, b, "default")  # plans a second product
+    _engine._put(key, running)
+    assert plan_count() == 2 and _engine._spare == [running]
+    clear_plans()
+    assert plan_count() == 0 and all(mm.freed for mm in engine.made)
+
+
+def test_errors_give_the_entry_back(engine, monkeypatch):
+    a, b = CudaLike((64, 32)), CudaLike((32, 16))
+    _engine.run(a, b, "default")
+    mm = engine.made[0]
+    monkeypatch.setattr(mm, "execute", lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        _engine.run(a, b, "default")
+    assert plan_count() == 1 and len(_engine._idle) == 1 and not mm.freed
 
 
 def test_large_products_are_autotuned_over_more_candidates(engine):

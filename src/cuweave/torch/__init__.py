@@ -4,8 +4,10 @@
 :func:`fused_mlp` run the activation and the bias inside the matrix products, forward and
 backward (``*_AUX_BIAS`` forward, ``DRELU``/``DGELU`` and ``BGRADB`` backward). They are
 ``torch.library`` custom operators (namespace ``cuweave``) with fake implementations, so
-``torch.compile(fullgraph=True)`` traces through them, and they queue no host
-synchronization, so they can be captured in ``torch.cuda.graph`` after one eager warm-up step.
+``torch.compile(fullgraph=True)`` traces through them; plain eager calls run the same
+implementation through a ``torch.autograd.Function`` instead (the operator machinery costs
+more host time than a small layer's GPU time). They queue no host synchronization, so they
+can be captured in ``torch.cuda.graph`` after one eager warm-up step.
 CPU tensors run on cuweave's CPU backend with the same results. Under ``torch.autocast`` the
 layers cast as ``torch.nn.functional.linear`` does. :func:`fused_linear_fp8` is an FP8 forward
 Linear (e4m3 operands with per-tensor scales, a 16-bit result; :func:`quantize_fp8` makes the

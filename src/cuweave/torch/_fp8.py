@@ -14,7 +14,7 @@ formula" error (as ``torch._scaled_mm``).
 import torch
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError
-from . import _engine
+from . import _engine, _ops
 
 __all__ = ["fused_linear_fp8", "quantize_fp8", "linear_fp8", "FP8_DTYPES", "FP8_OUT_DTYPES"]
 
@@ -150,7 +150,12 @@ def fused_linear_fp8(x, weight, x_scale, weight_scale, bias=None, activation=Non
     x2 = x.reshape(-1, x.shape[-1])
     x2 = x2 if x2.is_contiguous() else x2.contiguous()
     w = weight if weight.is_contiguous() else weight.contiguous()
-    y = linear_fp8(x2, w, x_scale, weight_scale, bias, act, out_dtype)
+    args = (x2, w, x_scale, weight_scale, bias, act, out_dtype)
+    # eager calls that record no gradient skip torch.library (see cuweave.torch._ops); the
+    # others keep the operator (compile/tracing, and torch's "no autograd formula" error)
+    eager = _ops.eager(x2, w, x_scale, weight_scale, bias) and not _ops._records(
+        x2, w, x_scale, weight_scale, bias)
+    y = _linear_fp8_impl(*args) if eager else linear_fp8(*args)
     return y.reshape(*lead, weight.shape[0])
 
 
@@ -170,6 +175,10 @@ def linear_fp8(x: torch.Tensor, weight: torch.Tensor, x_scale: torch.Tensor,
                weight_scale: torch.Tensor, bias: torch.Tensor | None, activation: str,
                out_dtype: torch.dtype) -> torch.Tensor:
     """``activation((x_scale * x) @ (weight_scale * weight).T + bias)`` (2-D ``x``)."""
+    return _linear_fp8_impl(x, weight, x_scale, weight_scale, bias, activation, out_dtype)
+
+
+def _linear_fp8_impl(x, weight, x_scale, weight_scale, bias, activation, out_dtype):
     if min(*x.shape, weight.shape[0]) < 2:
         return _emulated(x, weight, x_scale, weight_scale, bias, activation, out_dtype)
     inputs = None if bias is None else {"bias": bias.reshape(1, -1)}

@@ -73,7 +73,7 @@ def _autocast(x, *params) -> tuple:
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
-    x2 = x.reshape(-1, x.shape[-1])
+    x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
     return x2 if x2.is_contiguous() else x2.contiguous()
 
 
@@ -132,8 +132,8 @@ def fused_linear(x, weight, bias=None, activation=None):
     if min(*x2.shape, weight.shape[0]) < 2:
         y = torch.nn.functional.linear(x2, weight, bias)
         return _reference_activation(y, act).reshape(*lead, weight.shape[0])
-    y, _ = _ops.linear(x2, _dense(weight), _dense(bias), act)
-    return y.reshape(*lead, weight.shape[0])
+    y, _ = _ops.linear_call(x2, _dense(weight), _dense(bias), act)
+    return y if x.ndim == 2 else y.reshape(*lead, weight.shape[0])
 
 
 def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
@@ -181,8 +181,8 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     if min(*x2.shape, w1.shape[0], w2.shape[0]) < 2:
         h = _reference_activation(torch.nn.functional.linear(x2, w1, b1), act)
         return torch.nn.functional.linear(h, w2, b2).reshape(*lead, w2.shape[0])
-    y, _, _ = _ops.mlp(x2, _dense(w1), _dense(b1), _dense(w2), _dense(b2), act)
-    return y.reshape(*lead, w2.shape[0])
+    y, _, _ = _ops.mlp_call(x2, _dense(w1), _dense(b1), _dense(w2), _dense(b2), act)
+    return y if x.ndim == 2 else y.reshape(*lead, w2.shape[0])
 
 
 def _reference_activation(y, act: str):
@@ -287,8 +287,8 @@ class FusedMLP(torch.nn.Module):
         self.fc2 = FusedLinear(hidden_features, out_features, bias, None, device, dtype)
 
     def forward(self, x):
-        return fused_mlp(x, self.fc1.weight, self.fc1.bias, self.fc2.weight, self.fc2.bias,
-                         self.activation)
+        fc1, fc2 = self.fc1, self.fc2
+        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation)
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}"

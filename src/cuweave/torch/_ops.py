@@ -6,6 +6,16 @@ product) and ``cuweave::linear_dgrad_act`` (DRELU_BGRAD / DGELU_BGRAD: the activ
 gradient and the bias gradient fused into the input-gradient product). Every operator has a
 fake (meta) implementation, so ``torch.compile(fullgraph=True)`` traces through them.
 
+Eager calls skip the ``torch.library`` machinery (its dispatch, ``register_autograd``
+wrapper and ``torch._disable_dynamo`` frames cost more host time than a small product's GPU
+time): :func:`linear_call` and :func:`mlp_call`, the layers' entry points, run the same
+implementation and backward functions through a :class:`torch.autograd.Function` (or, when no
+gradient is recorded, directly) where :func:`eager` holds: not compiling or tracing, no
+functorch transform, no torch dispatch or function mode, plain tensors. Everywhere else they
+call the registered operators, so ``torch.compile``, ``make_fx``, ``torch.export``, fake tensors,
+``vmap`` and tensor subclasses see ``cuweave::linear`` / ``cuweave::mlp`` as before; the backward
+functions pick the backward operators or their implementations by the same test.
+
 Shapes: ``x`` is 2-D ``(tokens, in_features)``; ``weight`` is ``(out_features, in_features)``
 (torch ``Linear``). The auxiliary tensor of an activation is cuBLASLt's, in the "lt frame"
 (see ``docs/DESIGN.md``): for ReLU a ``uint8`` bitmask of shape ``(roundup(out, 128) // 8,
@@ -20,7 +30,8 @@ import torch
 
 from . import _engine
 
-__all__ = ["linear", "mlp", "linear_wgrad", "linear_dgrad_act", "aux_layout"]
+__all__ = ["linear", "mlp", "linear_wgrad", "linear_dgrad_act", "aux_layout", "eager",
+           "linear_call", "mlp_call"]
 
 _FORWARD = {(None, False): "default", (None, True): "bias",
             ("relu", False): "relu_aux", ("relu", True): "relu_aux_bias",
@@ -28,6 +39,29 @@ _FORWARD = {(None, False): "default", (None, True): "bias",
 _BACKWARD = {("relu", False): "drelu", ("relu", True): "drelu_bgrad",
              ("gelu", False): "dgelu", ("gelu", True): "dgelu_bgrad"}
 _AUX = {"relu": "relu_aux", "gelu": "gelu_aux"}
+
+
+#: tensor types the eager route takes (subclasses, fake and functional tensors do not)
+_PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
+_C = torch._C
+
+
+def eager(*tensors) -> bool:
+    """Whether a call on ``tensors`` (``None`` allowed) is plain eager execution: not under
+    ``torch.compile``/``torch.export`` (:func:`torch.compiler.is_compiling`, tested first:
+    Dynamo folds it to True and traces nothing after it), no functorch transform (``vmap``,
+    ``grad``, ``functionalize``), no torch dispatch mode (fake tensors, ``make_fx``'s proxy
+    mode, functionalization, user modes), no torch function mode (``torch.device``
+    contexts included), not ``torch.jit.trace``, and every tensor exactly a ``torch.Tensor`` or
+    ``nn.Parameter``. Only then may the registered operators be bypassed."""
+    if (torch.compiler.is_compiling() or _C._are_functorch_transforms_active()
+            or _C._len_torch_dispatch_stack() or _C._is_torch_function_mode_enabled()
+            or _C._is_tracing()):
+        return False
+    for t in tensors:
+        if t is not None and type(t) not in _PLAIN:
+            return False
+    return True
 
 
 def _act(activation: str) -> str | None:
@@ -99,6 +133,15 @@ def _act_grad(activation, dy, y, aux, out_features):
     return dy
 
 
+def _backward_ops(dy):
+    """``(linear_wgrad, linear_dgrad_act)``: the registered operators, or their
+    implementations in an eager backward pass that records no graph (``create_graph=False``:
+    with it, the operators keep their "no autograd formula" error for double backward)."""
+    if not torch.is_grad_enabled() and eager(dy):
+        return _linear_wgrad_impl, _linear_dgrad_act_impl
+    return linear_wgrad, linear_dgrad_act
+
+
 def _linear_backward(ctx, dy, _daux):
     x, weight, y, aux = ctx.saved_tensors
     if dy is None:
@@ -108,7 +151,8 @@ def _linear_backward(ctx, dy, _daux):
     dx = dz @ weight if need_x else None
     dw = db = None
     if need_w or need_b:
-        dw, db = linear_wgrad(x, dz, ctx.has_bias and need_b)
+        wgrad, _ = _backward_ops(dy)
+        dw, db = wgrad(x, dz, ctx.has_bias and need_b)
         if not (ctx.has_bias and need_b):
             db = None
     return dx, dw if need_w else None, db, None
@@ -123,6 +167,10 @@ def linear_wgrad(x: torch.Tensor, dz: torch.Tensor,
                  bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``(dz.T @ x, dz.sum(0))``: the weight gradient (contiguous, ``(out, in)``) and, with
     ``bias``, the bias gradient from the same product (epilog BGRADB); else an empty tensor."""
+    return _linear_wgrad_impl(x, dz, bias)
+
+
+def _linear_wgrad_impl(x, dz, bias):
     if not bias:
         return dz.t() @ x, dz.new_empty(0)
     # (x.T @ dz) is (in, out) column-major: its transpose is the contiguous (out, in) dW
@@ -141,6 +189,10 @@ def linear_dgrad_act(dy: torch.Tensor, weight: torch.Tensor, aux: torch.Tensor,
                      activation: str, bias: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """``dz = (dy @ weight) * activation'(z)`` from the forward's ``aux`` and, with ``bias``,
     ``dz.sum(0)`` in one product (DRELU_BGRAD / DGELU_BGRAD); else an empty tensor."""
+    return _linear_dgrad_act_impl(dy, weight, aux, activation, bias)
+
+
+def _linear_dgrad_act_impl(dy, weight, aux, activation, bias):
     out = _engine.run(dy, weight, _BACKWARD[activation, bias], {_AUX[activation]: aux})
     dz, grads = out if isinstance(out, tuple) else (out, {})
     db = grads.get(f"d{activation}_bgrad")
@@ -159,6 +211,10 @@ def mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Te
         b2: torch.Tensor | None, activation: str
         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(y, h, aux)`` with ``h = activation(x @ w1.T + b1)`` and ``y = h @ w2.T + b2``."""
+    return _mlp_impl(x, w1, b1, w2, b2, activation)
+
+
+def _mlp_impl(x, w1, b1, w2, b2, activation):
     h, aux = _linear_impl(x, w1, b1, activation)
     y, _ = _linear_impl(h, w2, b2, "none")
     return y, h, aux
@@ -195,13 +251,15 @@ def _mlp_backward(ctx, dy, _dh, _daux):
     need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:5]
     need_b1 = ctx.has_b1 and need_b1
     dw2 = db2 = dw1 = db1 = dx = None
+    wgrad, dgrad_act = _backward_ops(dy)
     if need_w2 or need_b2:
-        dw2, db2 = linear_wgrad(h, dy, ctx.has_b2 and need_b2)
+        dw2, db2 = wgrad(h, dy, ctx.has_b2 and need_b2)
     if need_x or need_w1 or need_b1:
         dz, db1 = _hidden_grad(ctx.activation, dy, x, w1, w2, h, aux,
-                               need_b1 and (FIRST_BIAS_GRAD == "dgrad" or not need_w1))
+                               need_b1 and (FIRST_BIAS_GRAD == "dgrad" or not need_w1),
+                               dgrad_act)
         if need_w1:
-            dw1, db = linear_wgrad(x, dz, need_b1 and db1 is None)
+            dw1, db = wgrad(x, dz, need_b1 and db1 is None)
             db1 = db if db1 is None and need_b1 else db1
         if need_x:
             dx = dz @ w1
@@ -209,7 +267,7 @@ def _mlp_backward(ctx, dy, _dh, _daux):
             dw2 if need_w2 else None, db2 if ctx.has_b2 and need_b2 else None, None)
 
 
-def _hidden_grad(activation, dy, x, w1, w2, h, aux, bias_grad: bool):
+def _hidden_grad(activation, dy, x, w1, w2, h, aux, bias_grad: bool, dgrad_act):
     """``(dz, db1 or None)``: the gradient of the first product's output, with the first bias
     gradient when ``bias_grad``."""
     if activation == "none" or x.shape[0] == w1.shape[0]:
@@ -217,8 +275,65 @@ def _hidden_grad(activation, dy, x, w1, w2, h, aux, bias_grad: bool):
         # them apart only by a bounded registry of recent forward outputs; unfused here
         dz = _act_grad(activation, dy @ w2, h, aux, w1.shape[0])
         return dz, dz.sum(0) if bias_grad else None
-    dz, db1 = linear_dgrad_act(dy, w2, aux, activation, bias_grad)
+    dz, db1 = dgrad_act(dy, w2, aux, activation, bias_grad)
     return dz, db1 if bias_grad else None
 
 
 mlp.register_autograd(_mlp_backward, setup_context=_mlp_setup)
+
+
+# ------------------------------------------------------------------ the eager route
+class _Linear(torch.autograd.Function):
+    """``cuweave::linear``'s implementation, context setup and backward as a plain
+    ``autograd.Function`` (``forward`` takes ``ctx``: ``Function.apply`` binds the arguments
+    with ``inspect.signature`` on every call when ``setup_context`` is separate)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, activation):
+        out = _linear_impl(x, weight, bias, activation)
+        _linear_setup(ctx, (x, weight, bias, activation), out)
+        return out
+
+    backward = staticmethod(_linear_backward)
+
+
+class _Mlp(torch.autograd.Function):
+    """``cuweave::mlp``'s implementation, context setup and backward (see :class:`_Linear`)."""
+
+    @staticmethod
+    def forward(ctx, x, w1, b1, w2, b2, activation):
+        out = _mlp_impl(x, w1, b1, w2, b2, activation)
+        _mlp_setup(ctx, (x, w1, b1, w2, b2, activation), out)
+        return out
+
+    backward = staticmethod(_mlp_backward)
+
+
+def _records(*tensors) -> bool:
+    """Whether autograd records a call on ``tensors`` (grad mode and an input needing it)."""
+    if not torch.is_grad_enabled():
+        return False
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+def linear_call(x, weight, bias, activation):
+    """``cuweave::linear(x, weight, bias, activation)``, through the eager route where
+    :func:`eager` allows it (same results, gradients and autocast behaviour)."""
+    if not eager(x, weight, bias):
+        return linear(x, weight, bias, activation)
+    if _records(x, weight, bias):
+        return _Linear.apply(x, weight, bias, activation)
+    return _linear_impl(x, weight, bias, activation)
+
+
+def mlp_call(x, w1, b1, w2, b2, activation):
+    """``cuweave::mlp(x, w1, b1, w2, b2, activation)``, through the eager route where
+    :func:`eager` allows it."""
+    if not eager(x, w1, b1, w2, b2):
+        return mlp(x, w1, b1, w2, b2, activation)
+    if _records(x, w1, b1, w2, b2):
+        return _Mlp.apply(x, w1, b1, w2, b2, activation)
+    return _mlp_impl(x, w1, b1, w2, b2, activation)
