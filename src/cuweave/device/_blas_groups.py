@@ -6,10 +6,12 @@ A kernel calls one libmathdx function per distinct tensor operation (``copy`` of
 numba's lowering only *requests* a function (its symbol is ours, so the call can be emitted
 right away) and links a lazy LTO-IR object; the first time the linker reads that object, every
 function requested so far for the same GEMM description is generated in **one** compilation
-(~22 s for those five). Functions whose arguments include tensor structs are called through
-small C++ forwarding functions (:func:`._blas_mathdx.shim_source`, one NVRTC compilation of a
-few tens of milliseconds per group): numba's direct calls of struct-by-value functions ended up
-as indirect calls after the link, never inlined.
+(~22 s for those five). Functions whose arguments include tensor structs or ``int*`` are
+called through small C++ forwarding functions (:func:`._blas_mathdx.shim_source`, one NVRTC
+compilation of a few tens of milliseconds per group): numba's direct calls of struct-by-value
+functions (and of functions whose pointer types differed) ended up as indirect calls after the
+link, never inlined. A request made after its description's group was generated starts a new
+group (a second compilation); :func:`._warm.warm_kernels` lists every kernel's requests first.
 
 On disk (:mod:`._cache`) a group is two entries (the functions' LTO-IR, the shims' LTO-IR) and
 every request an index entry naming its group, so a request generated once is found by any
