@@ -182,34 +182,68 @@ def test_plan_cache_lru_and_workspace_bound():
         def free(self):
             freed.append(self.n)
 
-    c = PlanCache(maxsize=2, max_workspace_bytes=100)
-    c.put("a", Obj(1), 10)  # front slot
-    c.put("b", Obj(2), 10)  # LRU
-    c.put("c", Obj(3), 10)  # LRU
+    c = PlanCache(maxsize=3, max_workspace_bytes=100)
+    objs = {n: Obj(n) for n in range(1, 7)}
+    for k, n in (("a", 1), ("b", 2), ("c", 3)):
+        c.put(k, objs[n], 10)
     assert len(c) == 3 and freed == []
     assert c.pop("a").n == 1  # exclusive: a second pop misses
     assert c.pop("a") is None
-    c.put("a", Obj(1), 10)  # back into the empty front slot
-    c.put("d", Obj(4), 10)  # LRU over maxsize: evicts the least recent, "b"
-    assert freed == [2]
-    assert c.pop("c").n == 3  # then demotes "a" from the slot to the LRU: "d", "a" remain
-    assert freed == [2]
-    c.put("c", Obj(3), 10)  # front slot
-    c.put("e", Obj(5), 95)  # over the byte bound: evicts "d" then "a" until it fits
-    assert sorted(freed) == [1, 2, 4] and len(c) == 2
-    assert c.pop("a") is None  # a miss still demotes "c": "e" + "c" exceed the bound
-    assert sorted(freed) == [1, 2, 4, 5] and len(c) == 1
-    assert (c.hits, c.misses) == (2, 2)
+    c.put("a", objs[1], 10)  # back as the most recently used: b, c, a
+    c.put("d", objs[4], 10)  # a fourth object: the least recently used, "b", is freed
+    assert freed == [2] and len(c) == 3
+    assert c.pop("c").n == 3  # in use: counted, never evicted
+    c.put("e", objs[5], 85)  # count 4 > 3: "a" goes; bytes 10 + 10 + 85 > 100: "d" too
+    assert freed == [2, 1, 4] and len(c) == 1
+    c.put("c", objs[3], 10)  # known, same bytes: nothing to count
+    assert freed == [2, 1, 4] and len(c) == 2
+    c.put("c2", objs[6], 10)  # 85 + 10 + 10 > 100: the least recent, "e", goes
+    assert freed == [2, 1, 4, 5]
+    assert (c.hits, c.misses) == (2, 1)
     c.clear()
-    assert sorted(freed) == [1, 2, 3, 4, 5] and len(c) == 0
+    assert sorted(freed) == [1, 2, 3, 4, 5, 6] and len(c) == 0 and c._bytes == 0
 
 
-def test_plan_cache_front_slot_hit_without_lock():
-    c = PlanCache(maxsize=4)
-    obj = object.__new__(type("O", (), {"free": lambda self: None}))
-    c.put("k", obj)
-    c._lock = None  # a front-slot hit and return never touch the LRU lock
+def test_plan_cache_hits_take_no_lock_for_rotating_keys():
+    c = PlanCache(maxsize=8)
+    objs = [object.__new__(type("O", (), {"free": lambda self: None})) for _ in range(5)]
+    for i, o in enumerate(objs):
+        c.put(i, o)
+    c._lock = None  # a hit and the put-back of a known object never take the lock
     for _ in range(3):
-        assert c.pop("k") is obj
-        c.put("k", obj)
-    assert c.hits == 3
+        for i, o in enumerate(objs):  # several problems in turn, as in an MLP step
+            assert c.pop(i) is o
+            c.put(i, o)
+    assert c.hits == 15 and list(c._idle) == [0, 1, 2, 3, 4]
+
+
+def test_plan_cache_keeps_a_second_object_of_a_key_as_a_spare():
+    freed = []
+    mk = type("O", (), {"free": lambda self: freed.append(self)})
+    c = PlanCache(maxsize=3)
+    first, second = mk(), mk()
+    c.put("k", first)
+    taken = c.pop("k")  # thread 1 runs it; thread 2 missed and planned its own
+    c.put("k", second)
+    c.put("k", taken)  # both back: one idle, one spare, both found again
+    assert len(c) == 2 and {id(c.pop("k")), id(c.pop("k"))} == {id(first), id(second)}
+    assert c.pop("k") is None
+    c.put("k", first)
+    c.put("k", second)
+    c.put("x", mk())
+    c.put("y", mk())  # over the count: the spare goes first
+    assert len(freed) == 1 and freed[0] in (first, second)
+
+
+def test_plan_cache_objects_in_use_survive_clear_and_come_back():
+    freed = []
+    mk = type("O", (), {"free": lambda self: freed.append(self)})
+    c = PlanCache(maxsize=4)
+    a, b = mk(), mk()
+    c.put("a", a)
+    c.put("b", b)
+    assert c.pop("a") is a
+    c.clear()
+    assert freed == [b] and len(c) == 0
+    c.put("a", a)  # still counted: nothing evicted, and it is found again
+    assert c.pop("a") is a and freed == [b]

@@ -180,15 +180,15 @@ class _Obj:
         _Obj.freed += 1
 
 
-def test_function_form_cache_front_slot():
+def test_function_form_cache_hands_objects_out_once():
     c = PlanCache(maxsize=2)
     a, b = _Obj(), _Obj()
     c.put("a", a, 10)
     assert len(c) == 1 and c.pop("a") is a and c.hits == 1 and len(c) == 0
     c.put("a", a, 10)
-    c.put("b", b, 20)  # slot taken: b goes to the LRU
+    c.put("b", b, 20)
     assert len(c) == 2
-    assert c.pop("b") is b  # demotes a to the LRU on the way
+    assert c.pop("b") is b
     assert c.pop("a") is a and c.pop("a") is None and c.misses == 1
     c.put("a", a)
     c.put("b", b)

@@ -99,7 +99,7 @@ def test_the_cache_is_bounded_by_count(engine):
 
 
 def test_the_least_recently_used_plan_is_evicted(engine, monkeypatch):
-    monkeypatch.setattr(_engine, "_MAX_PLANS", 3)
+    monkeypatch.setattr(_engine._plans, "maxsize", 3)
     b = CudaLike((32, 16))
     a = [CudaLike((rows, 32)) for rows in (2, 3, 4, 5)]
     for i in (0, 1, 2, 0):  # plan 1 is now the least recently used
@@ -137,17 +137,17 @@ def test_a_run_on_its_last_stream_does_not_ask_about_capture(engine):
     engine.stream[0] = 9  # another stream, not capturing: run there, remembered
     _engine.run(a, b, "default")
     assert engine.asked[0] == 2
-    assert _engine._idle[_engine._key("default", None, 0, a, b, None)].stream == 9
+    assert _engine._plans._idle[_engine._key("default", None, 0, a, b, None)][0].stream == 9
 
 
 def test_an_entry_put_back_beside_an_idle_one_is_kept_as_a_spare(engine):
     a, b = CudaLike((64, 32)), CudaLike((32, 16))
     _engine.run(a, b, "default")
     key = _engine._key("default", None, 0, a, b, None)
-    running = _engine._idle.pop(key)  # another thread's run in flight
+    running = _engine._plans.pop(key)  # another thread's run in flight
     _engine.run(a, b, "default")  # plans a second product
-    _engine._put(key, running)
-    assert plan_count() == 2 and _engine._spare == [running]
+    _engine._plans.put(key, running)
+    assert plan_count() == 2 and [o for _, o, _ in _engine._plans._spares] == [running]
     clear_plans()
     assert plan_count() == 0 and all(mm.freed for mm in engine.made)
 
@@ -159,7 +159,7 @@ def test_errors_give_the_entry_back(engine, monkeypatch):
     monkeypatch.setattr(mm, "execute", lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         _engine.run(a, b, "default")
-    assert plan_count() == 1 and len(_engine._idle) == 1 and not mm.freed
+    assert plan_count() == 1 and len(_engine._plans) == 1 and not mm.freed
 
 
 def test_large_products_are_autotuned_over_more_candidates(engine):

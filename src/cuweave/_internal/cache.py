@@ -1,20 +1,24 @@
 """The one plan-cache helper: an LRU of planned objects keyed by spec keys.
 
-Bounded by entry count and by total workspace bytes; thread-safe. A hit removes the object from
-the cache (so two threads never share one planned object); the caller puts it back after use.
-Evicted objects are freed.
+Bounded by the number of objects it holds and by their total workspace bytes; thread-safe. A
+hit removes the object from the cache (so two threads never share one planned object); the
+caller puts it back after use. Evicted objects are freed.
 
-The object used last waits in a one-entry *front slot* rather than in the LRU: a loop calling
-one operation takes and returns it with two list operations (atomic under the GIL) instead of
-two locked LRU updates. The slot counts in ``len`` and ``hits``, is searched by :meth:`pop` and
-freed by :meth:`clear`; a call with another key demotes it to the LRU. So at most
-``maxsize + 1`` objects are kept, the slot's workspace outside the byte bound.
+Idle objects wait in a dict in least-recently-used order (a put re-inserts its key at the end).
+A hit and its put-back are one dict operation each, atomic under the GIL, with no lock: a loop
+over one problem or over several (the function forms in a training step, the products of an
+MLP layer) stays on that path. A key holds one idle object; a second one (two threads ran the
+same problem at once) waits in a short list of spares, searched on a miss and evicted first.
+
+The bounds are enforced, under the lock, when an object the cache has not held before is put
+(or one comes back with another workspace size): the least recently used idle objects are
+freed until the count and the bytes fit. Objects in use count towards the bounds but are never
+evicted, so a cache whose every object is in use may hold more for a while.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 __all__ = ["PlanCache"]
 
@@ -27,103 +31,103 @@ class PlanCache:
     >>> class Obj:
     ...     def free(self):
     ...         print("freed")
-    >>> c = PlanCache(maxsize=1)
-    >>> c.put("k1", Obj())  # into the front slot
-    >>> c.put("k2", Obj())  # into the LRU
-    >>> c.put("k3", Obj())  # LRU over maxsize: k2 is evicted and freed
+    >>> c = PlanCache(maxsize=2)
+    >>> c.put("k1", Obj())
+    >>> c.put("k2", Obj())
+    >>> c.put("k3", Obj())  # a third object: the least recently used idle one, k1, goes
     freed
-    >>> c.pop("k1") is not None, c.pop("k2") is None, c.pop("k3") is not None
+    >>> c.pop("k1") is None, c.pop("k2") is not None, c.pop("k3") is not None
     (True, True, True)
     """
 
     def __init__(self, maxsize: int = 64, max_workspace_bytes: int = 1 << 30):
         self.maxsize = maxsize
         self.max_workspace_bytes = max_workspace_bytes
-        self._items: OrderedDict = OrderedDict()  # key -> list[(obj, nbytes)]
-        self._count = 0
+        self._idle: dict = {}   # key -> (obj, nbytes), least recently used first
+        self._spares: list = []  # [(key, obj, nbytes)]: second idle objects of a key
+        self._held: dict = {}   # id(obj) -> nbytes of every object counted (idle or in use)
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        self._front: list = []  # [] or [(key, obj, workspace_bytes)]
 
     def pop(self, key):
-        """Take the most recently stored object for ``key`` (``None`` on a miss)."""
-        front, demoted = self._front, None
-        if front:
-            try:
-                demoted = front.pop()
-            except IndexError:  # another thread took it first
-                pass
-            else:
-                if demoted[0] == key:
-                    self.hits += 1
-                    return demoted[1]
-        obj = self._pop_lru(key)
-        if demoted is not None:  # after the lookup, so the demotion cannot evict the hit
-            self._put_lru(*demoted)
-        return obj
+        """Take the object stored under ``key`` (``None`` on a miss)."""
+        entry = self._idle.pop(key, None)
+        if entry is None and (not self._spares or (entry := self._pop_spare(key)) is None):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry[0]
 
-    def _pop_lru(self, key):
+    def _pop_spare(self, key):
         with self._lock:
-            entries = self._items.get(key)
-            if not entries:
-                self.misses += 1
-                return None
-            obj, nbytes = entries.pop()
-            if not entries:
-                del self._items[key]
-            self._count -= 1
-            self._bytes -= nbytes
-            self.hits += 1
-            return obj
+            for i, (k, obj, nbytes) in enumerate(self._spares):
+                if k == key:
+                    del self._spares[i]
+                    return obj, nbytes
+        return None
 
     def put(self, key, obj, workspace_bytes: int = 0) -> None:
-        """Store ``obj`` under ``key`` (front slot first), evicting the least recently used."""
-        front = self._front
-        if front:
-            self._put_lru(key, obj, workspace_bytes)
-            return
-        front.append((key, obj, workspace_bytes))
-        while len(front) > 1:  # another thread's put raced this one: keep the slot single
-            try:
-                entry = front.pop(0)
-            except IndexError:
-                break
-            self._put_lru(*entry)
+        """Store ``obj`` under ``key`` as the most recently used; a new object (or a new
+        workspace size) is counted and may evict the least recently used idle objects."""
+        entry = (obj, workspace_bytes)
+        if self._idle.setdefault(key, entry) is not entry:
+            with self._lock:
+                self._spares.append((key, obj, workspace_bytes))
+        if self._held.get(id(obj)) != workspace_bytes:
+            self._count_in(obj, workspace_bytes)
 
-    def _put_lru(self, key, obj, workspace_bytes: int) -> None:
+    def _count_in(self, obj, workspace_bytes: int) -> None:
         evicted = []
         with self._lock:
-            self._items.setdefault(key, []).append((obj, workspace_bytes))
-            self._items.move_to_end(key)
-            self._count += 1
-            self._bytes += workspace_bytes
-            while self._count > self.maxsize or (
-                    self._bytes > self.max_workspace_bytes and self._count > 1):
-                old_key, entries = next(iter(self._items.items()))
-                old, nb = entries.pop(0)
-                if not entries:
-                    del self._items[old_key]
-                self._count -= 1
-                self._bytes -= nb
-                evicted.append(old)
-        for old in evicted:
-            _free(old)
+            self._bytes += workspace_bytes - self._held.get(id(obj), 0)
+            self._held[id(obj)] = workspace_bytes
+            while len(self._held) > self.maxsize or (
+                    self._bytes > self.max_workspace_bytes and len(self._held) > 1):
+                victim = self._least_recent(obj)
+                if victim is None:  # every other object is in use
+                    break
+                self._bytes -= self._held.pop(id(victim), 0)
+                evicted.append(victim)
+        for victim in evicted:
+            _free(victim)
+
+    def _least_recent(self, keep):
+        """Remove and return the least recently used idle object other than ``keep`` (spares
+        first); None when there is none. Called with the lock held."""
+        if self._spares:
+            return self._spares.pop(0)[1]
+        for key in list(self._idle):
+            entry = self._idle.get(key)
+            if entry is None or entry[0] is keep:
+                continue
+            got = self._idle.pop(key, None)  # another thread may have taken or replaced it
+            if got is entry:
+                return entry[0]
+            if got is not None and self._idle.setdefault(key, got) is not got:
+                self._spares.append((key, *got))
+        return None
 
     def clear(self) -> None:
-        front, self._front = self._front, []
-        for _, obj, _ in front:
-            _free(obj)
+        """Free every idle object (objects in use are counted until they come back)."""
         with self._lock:
-            items, self._items = self._items, OrderedDict()
-            self._count = self._bytes = 0
-        for entries in items.values():
-            for obj, _ in entries:
-                _free(obj)
+            idle, self._idle = self._idle, {}
+            spares, self._spares = self._spares, []
+            victims = [obj for obj, _ in idle.values()] + [obj for _, obj, _ in spares]
+            for obj in victims:
+                self._bytes -= self._held.pop(id(obj), 0)
+        for obj in victims:
+            _free(obj)
 
     def __len__(self) -> int:
-        return self._count + len(self._front)
+        """Idle objects (those a ``pop`` can return)."""
+        return len(self._idle) + len(self._spares)
+
+    @property
+    def held(self) -> int:
+        """Objects counted towards ``maxsize``: idle ones and those handed out."""
+        return len(self._held)
 
 
 def _free(obj) -> None:

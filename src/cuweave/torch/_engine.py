@@ -4,10 +4,11 @@ objects per problem, on torch's current stream, capturable in CUDA graphs.
 CPU tensors go through the function form :func:`~cuweave.linalg.advanced.matmul` with
 ``execution="cpu"``. CUDA tensors use planned ``Matmul`` objects keyed by everything that
 shapes a plan (epilog, compute type or fp8 result type, device, and for each operand and epilog
-input its dtype, shape, strides and pointer alignment), held in a plain dict of idle entries: a
-call pops its entry (so two threads never share a ``Matmul``) and puts it back, which also
-keeps the dict in least-recently-used order; the count bound (``_MAX_PLANS``) is enforced only
-when a new plan is made. An entry remembers the stream of its last run:
+input its dtype, shape, strides and pointer alignment), held in the project's
+:class:`~cuweave._internal.cache.PlanCache` (bounded by count only): a call pops its entry (so
+two threads never share a ``Matmul``) and puts it back, one lock-free dict operation each; the
+bound (``_MAX_PLANS``) is enforced when a new plan is put the first time, which never happens
+during a CUDA graph capture. An entry remembers the stream of its last run:
 
 * outside a CUDA graph capture a run simply uses torch's current stream (the ``Matmul`` orders
   itself after its previous stream when it changes);
@@ -28,10 +29,9 @@ capture.
 
 from __future__ import annotations
 
-import threading
-
 import torch
 
+from .._internal.cache import PlanCache
 from .._internal.errors import InvalidStateError
 from ..linalg.advanced import (
     Matmul,
@@ -49,14 +49,9 @@ AUTOTUNE_FLOPS = 2.0 ** 33
 AUTOTUNE_ITERATIONS = 3
 #: candidates the heuristics return for a product that is autotuned (others: the first of 8)
 AUTOTUNE_CANDIDATES = 16
-#: the layers' idle planned products, key -> _Entry, least recently used first (a run pops
-#: its entry and puts it back at the end). Count-bounded only, and only when a plan is made
-#: (never during a CUDA graph capture, where freeing could synchronize).
-_idle: dict = {}
-#: entries put back while their key already had an idle one (two threads, one problem)
-_spare: list = []
-_count = 0  # plans held: idle, spare and running
-_lock = threading.Lock()
+#: the layers' planned products (count-bounded only: a plan is put the first time, and may
+#: evict others, only outside a CUDA graph capture, where freeing could synchronize)
+_plans = PlanCache(maxsize=_MAX_PLANS, max_workspace_bytes=1 << 62)
 _TF32 = MatmulComputeType.COMPUTE_32F_FAST_TF32
 _OPTIONS: dict = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -116,19 +111,13 @@ def _current_stream(device_index: int) -> int:
 
 def plan_count() -> int:
     """Number of planned CUDA products held by the layers."""
-    return _count
+    return _plans.held
 
 
 def clear_plans() -> None:
     """Free every planned product (not while a CUDA graph is being captured; products running
     in other threads meanwhile are kept)."""
-    global _idle, _spare, _count
-    with _lock:
-        idle, spare, _idle, _spare = _idle, _spare, {}, []
-        victims = [*idle.values(), *spare]
-        _count -= len(victims)
-    for entry in victims:
-        entry.free()
+    _plans.clear()
 
 
 def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = None,
@@ -145,7 +134,7 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
     device = a.get_device()
     key = _key(epilog, kind, device, a, b, inputs)
     stream = _current_stream(device)
-    entry = _idle.pop(key, None)
+    entry = _plans.pop(key)
     if entry is None:
         entry = _new_entry(a, b, epilog, inputs, scales, kind, stream)
     else:
@@ -153,7 +142,7 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
             entry.mm.reset_operands_unchecked(a, b, epilog_inputs=inputs,
                                               quantization_scales=scales)
         except BaseException:
-            _put(key, entry)
+            _plans.put(key, entry)
             raise
     try:
         if entry.stream != stream and torch.cuda.is_current_stream_capturing():
@@ -162,43 +151,19 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
             out = entry.mm.execute()
             entry.stream = stream
     finally:
-        if _idle.setdefault(key, entry) is not entry:  # _put, inlined
-            _spare.append(entry)
+        _plans.put(key, entry)
     return out
 
 
-def _put(key, entry) -> None:
-    """Give ``entry`` back (most recently used); a second idle entry of ``key`` is a spare."""
-    if _idle.setdefault(key, entry) is not entry:
-        _spare.append(entry)
-
-
 def _new_entry(a, b, epilog, inputs, scales, kind, stream) -> _Entry:
-    """A new planned product (refused during a capture), counted; the least recently used
-    idle products beyond ``_MAX_PLANS`` are freed (spares first)."""
-    global _count
+    """A new planned product (refused during a capture); the cache counts it, and frees the
+    least recently used idle products beyond ``_MAX_PLANS``, when it is first put back."""
     if torch.cuda.is_current_stream_capturing():
         raise InvalidStateError(
             "cuweave.torch layers must run once outside CUDA graph capture with the "
             f"shapes and dtypes being captured (a warm-up step); got a new problem "
             f"{tuple(a.shape)} @ {tuple(b.shape)} ({a.dtype}, {epilog}) during capture")
-    entry = _Entry(_planned(a, b, epilog, inputs, scales, kind), stream)
-    victims = []
-    with _lock:
-        _count += 1
-        while _count > _MAX_PLANS:
-            victim = _spare.pop() if _spare else None
-            for old in () if victim is not None else list(_idle):
-                victim = _idle.pop(old, None)
-                if victim is not None:
-                    break
-            if victim is None:  # every other plan is running
-                break
-            victims.append(victim)
-            _count -= 1
-    for victim in victims:
-        victim.free()
-    return entry
+    return _Entry(_planned(a, b, epilog, inputs, scales, kind), stream)
 
 
 def _planned(a, b, epilog, inputs, scales, kind) -> Matmul:

@@ -162,8 +162,7 @@ def test_function_form_keeps_no_tensor_alive_and_rebinds_each_call(gpu):
         del a
         gc.collect()
         assert ref() is None  # the cached plan's operand records dropped the tensor
-    (mm,) = [m for entries in plan_cache._items.values() for m, _ in entries] or \
-        [e[1] for e in plan_cache._front]
+    (mm,) = [m for m, _ in plan_cache._idle.values()]
     assert mm.alpha == 1.0 and mm._ops is None
 
 
