@@ -137,17 +137,24 @@ def test_a_run_on_its_last_stream_does_not_ask_about_capture(engine):
     engine.stream[0] = 9  # another stream, not capturing: run there, remembered
     _engine.run(a, b, "default")
     assert engine.asked[0] == 2
-    assert _engine._plans._idle[_engine._key("default", None, 0, a, b, None)][0].stream == 9
+    key = _engine._key("default", None, 0, a, b, None)
+    entry = _engine._plans.pop(key)
+    assert entry.stream == 9
+    _engine._plans.put(key, entry)
 
 
-def test_an_entry_put_back_beside_an_idle_one_is_kept_as_a_spare(engine):
+def test_an_entry_put_back_beside_an_idle_one_is_kept_too(engine):
     a, b = CudaLike((64, 32)), CudaLike((32, 16))
     _engine.run(a, b, "default")
     key = _engine._key("default", None, 0, a, b, None)
     running = _engine._plans.pop(key)  # another thread's run in flight
     _engine.run(a, b, "default")  # plans a second product
     _engine._plans.put(key, running)
-    assert plan_count() == 2 and [o for _, o, _ in _engine._plans._spares] == [running]
+    assert plan_count() == 2 and len(_engine._plans) == 2  # both idle, both found again
+    both = [_engine._plans.pop(key), _engine._plans.pop(key)]
+    assert running in both and _engine._plans.pop(key) is None
+    for entry in both:
+        _engine._plans.put(key, entry)
     clear_plans()
     assert plan_count() == 0 and all(mm.freed for mm in engine.made)
 

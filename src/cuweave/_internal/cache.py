@@ -4,11 +4,14 @@ Bounded by the number of objects it holds and by their total workspace bytes; th
 hit removes the object from the cache (so two threads never share one planned object); the
 caller puts it back after use. Evicted objects are freed.
 
-Idle objects wait in a dict in least-recently-used order (a put re-inserts its key at the end).
-A hit and its put-back are one dict operation each, atomic under the GIL, with no lock: a loop
+The object put last waits in a one-entry *front slot* (a loop over one problem takes it and
+gives it back with two list operations and one key comparison); the other idle objects wait in
+a dict in least-recently-used order (an object leaving the slot is re-inserted at its end).
+Every hit and put-back is a list or dict operation, atomic under the GIL, with no lock: a loop
 over one problem or over several (the function forms in a training step, the products of an
-MLP layer) stays on that path. A key holds one idle object; a second one (two threads ran the
-same problem at once) waits in a short list of spares, searched on a miss and evicted first.
+MLP layer) stays on that path. A key holds one idle object in the dict; a second one (two
+threads ran the same problem at once) waits in a short list of spares, searched on a miss and
+evicted first.
 
 The bounds are enforced, under the lock, when an object the cache has not held before is put
 (or one comes back with another workspace size): the least recently used idle objects are
@@ -43,16 +46,29 @@ class PlanCache:
     def __init__(self, maxsize: int = 64, max_workspace_bytes: int = 1 << 30):
         self.maxsize = maxsize
         self.max_workspace_bytes = max_workspace_bytes
+        self._front: list = []  # [] or [(key, obj, nbytes)]: the object put last
         self._idle: dict = {}   # key -> (obj, nbytes), least recently used first
         self._spares: list = []  # [(key, obj, nbytes)]: second idle objects of a key
         self._held: dict = {}   # id(obj) -> nbytes of every object counted (idle or in use)
         self._bytes = 0
+        self._known = (None, None)  # (obj, nbytes) of the last put found counted: no lookup
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def pop(self, key):
         """Take the object stored under ``key`` (``None`` on a miss)."""
+        front = self._front
+        if front:
+            try:
+                slot = front.pop()
+            except IndexError:  # another thread took it first
+                pass
+            else:
+                if slot[0] == key:
+                    self.hits += 1
+                    return slot[1]
+                self._idle_put(slot)  # demoted: the most recently used of the dict
         entry = self._idle.pop(key, None)
         if entry is None and (not self._spares or (entry := self._pop_spare(key)) is None):
             self.misses += 1
@@ -71,12 +87,33 @@ class PlanCache:
     def put(self, key, obj, workspace_bytes: int = 0) -> None:
         """Store ``obj`` under ``key`` as the most recently used; a new object (or a new
         workspace size) is counted and may evict the least recently used idle objects."""
-        entry = (obj, workspace_bytes)
+        front = self._front
+        if front:  # the slot's object becomes the most recently used of the dict
+            try:
+                slot = front.pop()
+            except IndexError:
+                pass
+            else:
+                self._idle_put(slot)
+        front.append((key, obj, workspace_bytes))
+        while len(front) > 1:  # another thread's put raced this one: keep the slot single
+            try:
+                slot = front.pop(0)
+            except IndexError:
+                break
+            self._idle_put(slot)
+        known = self._known
+        if known[0] is not obj or known[1] != workspace_bytes:
+            if self._held.get(id(obj)) != workspace_bytes:
+                self._count_in(obj, workspace_bytes)
+            self._known = (obj, workspace_bytes)
+
+    def _idle_put(self, slot) -> None:
+        key, obj, nbytes = slot
+        entry = (obj, nbytes)
         if self._idle.setdefault(key, entry) is not entry:
             with self._lock:
-                self._spares.append((key, obj, workspace_bytes))
-        if self._held.get(id(obj)) != workspace_bytes:
-            self._count_in(obj, workspace_bytes)
+                self._spares.append(slot)
 
     def _count_in(self, obj, workspace_bytes: int) -> None:
         evicted = []
@@ -90,12 +127,14 @@ class PlanCache:
                     break
                 self._bytes -= self._held.pop(id(victim), 0)
                 evicted.append(victim)
+            if self._known[0] in evicted:
+                self._known = (None, None)
         for victim in evicted:
             _free(victim)
 
     def _least_recent(self, keep):
         """Remove and return the least recently used idle object other than ``keep`` (spares
-        first); None when there is none. Called with the lock held."""
+        first, the front slot last); None when there is none. Called with the lock held."""
         if self._spares:
             return self._spares.pop(0)[1]
         for key in list(self._idle):
@@ -107,14 +146,24 @@ class PlanCache:
                 return entry[0]
             if got is not None and self._idle.setdefault(key, got) is not got:
                 self._spares.append((key, *got))
+        try:
+            slot = self._front.pop()
+        except IndexError:
+            return None
+        if slot[1] is not keep:
+            return slot[1]
+        self._front.append(slot)
         return None
 
     def clear(self) -> None:
         """Free every idle object (objects in use are counted until they come back)."""
         with self._lock:
+            front, self._front = self._front, []
             idle, self._idle = self._idle, {}
             spares, self._spares = self._spares, []
-            victims = [obj for obj, _ in idle.values()] + [obj for _, obj, _ in spares]
+            victims = ([obj for _, obj, _ in front] + [obj for obj, _ in idle.values()]
+                       + [obj for _, obj, _ in spares])
+            self._known = (None, None)
             for obj in victims:
                 self._bytes -= self._held.pop(id(obj), 0)
         for obj in victims:
@@ -122,7 +171,7 @@ class PlanCache:
 
     def __len__(self) -> int:
         """Idle objects (those a ``pop`` can return)."""
-        return len(self._idle) + len(self._spares)
+        return len(self._front) + len(self._idle) + len(self._spares)
 
     @property
     def held(self) -> int:

@@ -162,7 +162,7 @@ def test_function_form_keeps_no_tensor_alive_and_rebinds_each_call(gpu):
         del a
         gc.collect()
         assert ref() is None  # the cached plan's operand records dropped the tensor
-    (mm,) = [m for m, _ in plan_cache._idle.values()]
+    (mm,) = [m for m, _ in plan_cache._idle.values()] + [s[1] for s in plan_cache._front]
     assert mm.alpha == 1.0 and mm._ops is None
 
 
