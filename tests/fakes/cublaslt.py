@@ -111,6 +111,7 @@ def _fake_torch():
     mod.empty_strided = empty_strided
     mod.empty_like = empty_like
     mod.allocations = counter
+    mod.Tensor = FakeTensor
     mod._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: 0)
     stream = types.SimpleNamespace(cuda_stream=0)
     mod.cuda = types.SimpleNamespace(current_stream=lambda dev=None: stream,

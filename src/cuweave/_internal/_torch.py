@@ -133,7 +133,7 @@ class TorchAdapter(Adapter):
         else:  # one call instead of empty + permute
             new = functools.partial(torch.empty_strided, shape, _perm_strides(shape, perm),
                                     **kw)
-        return new, type(new()).data_ptr  # the method itself: no attribute lookup per call
+        return new, torch.Tensor.data_ptr  # the method itself: no attribute lookup per call
 
     def permute(self, obj, axes):
         return obj.permute(axes)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import DeviceArray, Operand, c_strides
+from .arrays import ALIGNMENT, DeviceArray, Operand, c_strides
 from .dtypes import numpy_dtype
 from .errors import (
     CuweaveError,
@@ -356,8 +356,7 @@ def pair_prober(cls_a, cls_b):
             if fb is None:
                 return None
             pa, pb = fa[1], fb[1]
-            ua, ub = pa | 256, pb | 256
-            return (fa[0], ua & -ua, fb[0], ub & -ub, extra), pa, pb
+            return (fa[0], ALIGNMENT[pa & 255], fb[0], ALIGNMENT[pb & 255], extra), pa, pb
     if len(PAIR_PROBERS) < 256:  # bounded as PROBERS
         PAIR_PROBERS[kind] = fn
     return fn

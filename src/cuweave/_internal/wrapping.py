@@ -8,7 +8,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import dlpack as _dl
-from .arrays import Operand, bytes_to_elems, c_strides, dtype_name, new_operand, numpy_pointer
+from .arrays import (
+    ALIGNMENT,
+    Operand,
+    bytes_to_elems,
+    c_strides,
+    dtype_name,
+    new_operand,
+    numpy_pointer,
+)
 from .dtypes import canonical_name
 from .errors import InvalidOperandError
 
@@ -49,16 +57,15 @@ def probe_torch(x):
 
 
 def probe_torch_pair(a, b, extra):
-    """:func:`packages.probe_pair` of two torch tensors: their metadata and pointer alignments
-    in one flat tuple ending with ``extra``, read in one frame."""
+    """:func:`packages.pair_prober`'s probe of two torch tensors: their metadata and pointer
+    alignments in one flat tuple ending with ``extra``, read in one frame."""
     try:
         da, db = a.get_device(), b.get_device()  # -1 on the CPU
         if da < 0 or db < 0 or a.is_conj() or a.is_neg() or b.is_conj() or b.is_neg():
             return None
         pa, pb = a.data_ptr(), b.data_ptr()
-        ua, ub = pa | 256, pb | 256  # the lowest set bit of these: the alignment (at most 256)
-        return ("torch", a.dtype, a.shape, a.stride(), da, ua & -ua, b.dtype, b.shape,
-                b.stride(), db, ub & -ub, extra), pa, pb
+        return ("torch", a.dtype, a.shape, a.stride(), da, ALIGNMENT[pa & 255], b.dtype,
+                b.shape, b.stride(), db, ALIGNMENT[pb & 255], extra), pa, pb
     except AttributeError:  # another object of the torch module: wrapping reports it
         return None
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import torch
 
+from .._internal.arrays import ALIGNMENT
 from .._internal.cache import PlanCache
 from .._internal.errors import InvalidStateError
 from ..linalg.advanced import (
@@ -55,8 +56,6 @@ _plans = PlanCache(maxsize=_MAX_PLANS, max_workspace_bytes=1 << 62)
 _TF32 = MatmulComputeType.COMPUTE_32F_FAST_TF32
 _OPTIONS: dict = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-#: a pointer's alignment (up to 256 bytes) from its low byte: ``_ALIGN[ptr & 255]``
-_ALIGN = tuple(256 if v == 0 else v & -v for v in range(256))
 
 
 class _Entry:
@@ -95,11 +94,11 @@ def _key(epilog: str, kind, device: int, a, b, inputs) -> tuple:
     (name first) ``dtype, shape, strides, alignment`` (torch's own ``Size`` and stride tuple:
     cheaper to build than unpacked integers, and exact)."""
     key = (epilog, kind, device,
-           a.dtype, a.shape, a.stride(), _ALIGN[a.data_ptr() & 255],
-           b.dtype, b.shape, b.stride(), _ALIGN[b.data_ptr() & 255])
+           a.dtype, a.shape, a.stride(), ALIGNMENT[a.data_ptr() & 255],
+           b.dtype, b.shape, b.stride(), ALIGNMENT[b.data_ptr() & 255])
     if inputs:
         for name, t in inputs.items():
-            key += (name, t.dtype, t.shape, t.stride(), _ALIGN[t.data_ptr() & 255])
+            key += (name, t.dtype, t.shape, t.stride(), ALIGNMENT[t.data_ptr() & 255])
     return key
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._bindings.library_types import DATA_TYPE
-from ..._internal.arrays import check_same_place
+from ..._internal.arrays import ALIGNMENT, check_same_place
 from ..._internal.errors import InvalidOperandError
 from ..._internal.packages import wrap_operand
 from ._epilogs import (
@@ -34,7 +34,7 @@ _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are s
 def alignment(ptr: int) -> int:
     """Alignment of a device pointer in bytes as cuBLASLt's heuristics see it (at most 256;
     ``0`` (not bound yet) counts as 256)."""
-    return min(256, ptr & -ptr) if ptr else 256
+    return ALIGNMENT[ptr & 255]
 
 
 def lt_epilog(spec, swap: bool):
