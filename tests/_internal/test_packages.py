@@ -368,3 +368,10 @@ def test_torch_result_maker_makes_the_allocators_layouts(monkeypatch):
         assert new().data_ptr() != x.data_ptr()  # a new tensor each call
     assert packages.TORCH.result_maker((2, 2), "no_such_dtype", None, 0) is None
     assert packages.NUMPY.result_maker((2, 2), "float32", None, 0) is None
+
+
+def test_alignment_table_is_the_lowest_set_bit_capped_at_256():
+    from cuweave._internal.arrays import ALIGNMENT
+
+    for ptr in [0, 1, 2, 6, 8, 96, 128, 256, 512, 1 << 20, (1 << 20) + 4, (1 << 40) + 48]:
+        assert ALIGNMENT[ptr & 255] == (min(256, ptr & -ptr) if ptr else 256)
