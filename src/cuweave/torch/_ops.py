@@ -43,7 +43,14 @@ _AUX = {"relu": "relu_aux", "gelu": "gelu_aux"}
 
 #: tensor types the eager route takes (subclasses, fake and functional tensors do not)
 _PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
-_C = torch._C
+#: torch's private probes of transforms, modes and tracing (no public API tells all of them);
+#: a torch lacking one never takes the eager route
+_PROBES = tuple(getattr(torch._C, name, None) for name in (
+    "_are_functorch_transforms_active", "_len_torch_dispatch_stack",
+    "_is_torch_function_mode_enabled", "_is_tracing"))
+_PROBED = all(_PROBES)
+if _PROBED:
+    _transforms, _dispatch_modes, _function_modes, _tracing = _PROBES
 
 
 def eager(*tensors) -> bool:
@@ -54,9 +61,8 @@ def eager(*tensors) -> bool:
     mode, functionalization, user modes), no torch function mode (``torch.device``
     contexts included), not ``torch.jit.trace``, and every tensor exactly a ``torch.Tensor`` or
     ``nn.Parameter``. Only then may the registered operators be bypassed."""
-    if (torch.compiler.is_compiling() or _C._are_functorch_transforms_active()
-            or _C._len_torch_dispatch_stack() or _C._is_torch_function_mode_enabled()
-            or _C._is_tracing()):
+    if (torch.compiler.is_compiling() or not _PROBED or _transforms() or _dispatch_modes()
+            or _function_modes() or _tracing()):
         return False
     for t in tensors:
         if t is not None and type(t) not in _PLAIN:
