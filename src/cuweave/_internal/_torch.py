@@ -52,6 +52,18 @@ class TorchAdapter(Adapter):
     def probe(self, x):
         return probe_torch(x)
 
+    @staticmethod
+    def plain_pointer(x):
+        """``x``'s data pointer where its operand record would hold ``x`` itself (no lazy
+        negation or conjugation to resolve), else ``None`` (``Matmul.reset_operands_unchecked``
+        then wraps it)."""
+        try:
+            if x.is_neg() or x.is_conj():
+                return None
+            return x.data_ptr()
+        except AttributeError:  # not a tensor: wrapping reports it
+            return None
+
     def stream_getter(self, device_id: int):
         torch = self._torch()
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made

@@ -127,6 +127,10 @@ class Matmul(StatefulObject):
             ops["c"] = wrap_operand(c, "c")
         device, device_id, self._package = check_same_place(ops)
         self._adapter = adapter(self._package)
+        #: the adapter's pointer reader of arrays its records hold as they are (the unchecked
+        #: reset's fast path, device operands only)
+        self._plain_pointer = None if device == "cpu" else getattr(self._adapter,
+                                                                   "plain_pointer", None)
         self._ab_shapes = (ops["a"].shape, ops["b"].shape)
         if c is not None:
             ops["c"] = self._matrix_c(ops["c"])
@@ -285,7 +289,45 @@ class Matmul(StatefulObject):
         """:meth:`reset_operands` without any check: the caller guarantees the planned
         layouts and device pointers at least as aligned as the planned ones (cuBLASLt kernels
         are chosen for the planned alignment, up to 256 bytes)."""
+        if (c is None and alpha is None and beta is None and quantization_scales is None
+                and stream is None and self._repoint(a, b, epilog_inputs)):
+            return
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, False)
+
+    def _repoint(self, a, b, epilog_inputs) -> bool:
+        """The unchecked reset of bound device operands and epilog inputs whose arrays the
+        adapter reads a plain pointer from (``Adapter.plain_pointer``: torch tensors without
+        lazy negation or conjugation): their records take the new arrays and pointers, nothing
+        is wrapped or validated again. ``False`` (nothing changed): take :meth:`_reset`."""
+        ops, pointer = self._ops, self._plain_pointer
+        if ops is None or pointer is None:
+            return False
+        pa = pointer(a) if a is not None else 0
+        pb = pointer(b) if b is not None else 0
+        if pa is None or pb is None:
+            return False
+        if epilog_inputs:
+            bind = self._binding
+            bound = bind.inputs if bind is not None else {}
+            if type(epilog_inputs) is not dict or len(epilog_inputs) != len(bound) or (
+                    bind.spec.aux_input in epilog_inputs and bind.p.user_m == bind.p.user_n):
+                return False  # checked by reset_inputs: the names, a square aux's frame
+            new = []
+            for k, x in epilog_inputs.items():
+                rec = bound.get(k)
+                ptr = pointer(x) if rec is not None else None
+                if ptr is None:
+                    return False
+                new.append((rec, x, ptr))
+            for rec, x, ptr in new:
+                rec.obj, rec.ptr = x, ptr
+        if a is not None:
+            rec = ops["a"]
+            rec.obj, rec.ptr = a, pa
+        if b is not None:
+            rec = ops["b"]
+            rec.obj, rec.ptr = b, pb
+        return True
 
     def _matrix_c(self, c):
         """A 1-D ``c`` as the matrix nvmath-python reads it: ``(M,)`` a column added to every
