@@ -92,6 +92,14 @@ def _ol_setitem(tensor, index, value):
     return None
 
 
+#: Overloads that create a register fragment are inlined into their caller by numba (IR
+#: inlining), so the fragment's buffer is an alloca of the calling function. Compiled as
+#: separate (LLVM-inlined) functions, they would return a pointer into their own frame, and
+#: LLVM's inliner ends such a buffer's lifetime where the call ends: two live fragments could
+#: then share one stack slot.
+_FRAME = {"inline": "always"}
+
+
 def _new_buffer(context, builder, layout: Layout, count: int):
     """A 16-byte aligned local buffer of ``count`` elements of ``layout.dtype`` (as i8*)."""
     elem = context.get_data_type(from_dtype(np.dtype(layout.dtype)))
@@ -122,7 +130,7 @@ def make_fragment_like(tensor, dtype):
     raise RuntimeError("make_fragment_like runs inside @cuda.jit kernels only")
 
 
-@overload(make_fragment_like, jit_options={"forceinline": True})
+@overload(make_fragment_like, **_FRAME)
 def _ol_make_fragment_like(tensor, dtype):
     if not isinstance(tensor, OpaqueTensorType) or tensor.layout.memory_space != "rmem":
         raise InvalidOptionError(f"tensor must be a register fragment, got {tensor}")
@@ -187,8 +195,9 @@ def accumulator_function(mm: Matmul, suggested: bool):
     def get_accumulator():
         return make()
 
+    # inlined by numba into the caller, so the buffer belongs to the caller's frame (_FRAME)
     cuda = numba_modules()[0]
-    return _accumulators.setdefault(key, cuda.jit(device=True, forceinline=True)(get_accumulator))
+    return _accumulators.setdefault(key, cuda.jit(device=True, **_FRAME)(get_accumulator))
 
 
 def _flag_query(kind: str, with_index: bool):
@@ -271,13 +280,13 @@ def _ol_acc_clear(acc):
     return lambda acc: _clear(acc)
 
 
-@overload_method(AccumulatorType, "make_empty_fragment", jit_options={"forceinline": True})
+@overload_method(AccumulatorType, "make_empty_fragment", **_FRAME)
 def _ol_acc_empty(acc):
     make = _empty_fragment(acc.fragment_layout)
     return lambda acc: make()
 
 
-@overload_method(AccumulatorType, "get_results", jit_options={"forceinline": True})
+@overload_method(AccumulatorType, "get_results", **_FRAME)
 def _ol_acc_results(acc):
     make = _empty_fragment(acc.fragment_layout)
 
@@ -298,7 +307,7 @@ def _ol_acc_partition_and_copy(acc, src, dst):
     return impl
 
 
-@overload_method(AccumulatorType, "make_partition_and_copy", jit_options={"forceinline": True})
+@overload_method(AccumulatorType, "make_partition_and_copy", **_FRAME)
 def _ol_acc_make_partition_and_copy(acc, src):
     if not isinstance(src, OpaqueTensorType):
         return None
