@@ -66,3 +66,36 @@ def test_plain_pointer_leaves_lazy_tensors_to_wrapping():
     assert TORCH.plain_pointer(torch._neg_view(x)) is None
     assert TORCH.plain_pointer(torch.randn(3, dtype=torch.complex64).conj()) is None
     assert TORCH.plain_pointer(object()) is None
+
+
+def test_parametrized_weights_are_read_as_attributes():
+    from torch.nn.utils import parametrize
+
+    from cuweave.torch import FusedLinear, FusedMLP
+
+    class Double(torch.nn.Module):
+        def forward(self, w):
+            return 2 * w
+
+    torch.manual_seed(0)
+    layer = FusedLinear(8, 4, dtype=torch.float64)
+    parametrize.register_parametrization(layer, "weight", Double())
+    x = torch.randn(3, 8, dtype=torch.float64)
+    w = 2 * layer.parametrizations.weight.original
+    torch.testing.assert_close(layer(x), x @ w.T + layer.bias)
+    block = FusedMLP(8, 16, dtype=torch.float64)
+    parametrize.register_parametrization(block.fc2, "weight", Double())
+    h = torch.nn.functional.gelu(x @ block.fc1.weight.T + block.fc1.bias, approximate="tanh")
+    ref = h @ (2 * block.fc2.parametrizations.weight.original).T + block.fc2.bias
+    torch.testing.assert_close(block(x), ref)
+
+
+def test_eager_backward_helpers_skip_unrequested_bias_gradients():
+    from cuweave.torch import _ops
+
+    x, dz = torch.randn(6, 8, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
+    dw, db = _ops._wgrad(x, dz, False)
+    assert db is None
+    torch.testing.assert_close(dw, dz.T @ x)
+    dw, db = _ops._linear_wgrad_impl(x, dz, False)  # the operator's: an empty tensor
+    assert db.shape == (0,)

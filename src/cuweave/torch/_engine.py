@@ -56,6 +56,7 @@ _plans = PlanCache(maxsize=_MAX_PLANS, max_workspace_bytes=1 << 62)
 _TF32 = MatmulComputeType.COMPUTE_32F_FAST_TF32
 _OPTIONS: dict = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_F32 = torch.float32
 
 
 class _Entry:
@@ -102,10 +103,12 @@ def _key(epilog: str, kind, device: int, a, b, inputs) -> tuple:
     return key
 
 
-def _current_stream(device_index: int) -> int:
-    if _raw_stream is not None:
-        return _raw_stream(device_index)
+def _stream_object_handle(device_index: int) -> int:
     return torch.cuda.current_stream(device_index).cuda_stream
+
+
+#: torch's current stream of a device: the raw accessor where torch has it (no Stream object)
+_current_stream = _raw_stream or _stream_object_handle
 
 
 def plan_count() -> int:
@@ -126,7 +129,7 @@ def run(a: torch.Tensor, b: torch.Tensor, epilog: str, inputs: dict | None = Non
 
     fp8 operands take ``scales`` (``{"a": ..., "b": ...}``, float32 tensors of one element)
     and ``out_dtype`` (the result's torch dtype)."""
-    kind = _compute_kind(a, out_dtype)
+    kind = None if out_dtype is None and a.dtype is not _F32 else _compute_kind(a, out_dtype)
     if not a.is_cuda:
         return matmul(a, b, epilog=epilog, epilog_inputs=inputs, execution="cpu",
                       quantization_scales=scales, options=_options(kind))

@@ -59,11 +59,23 @@ def _check_input(x, in_features_of=None) -> None:
                                   f"got {x.dtype}")
 
 
+def _fits(weight, bias, in_features: int, dtype, device) -> bool:
+    """Whether ``weight`` and ``bias`` fit an input of ``in_features``, ``dtype`` and
+    ``device`` (the common case in one pass; else :func:`_check_weight` and
+    :func:`_check_bias` raise with the details)."""
+    return (isinstance(weight, torch.Tensor) and weight.ndim == 2
+            and weight.shape[1] == in_features and weight.dtype == dtype
+            and weight.device == device
+            and (bias is None or (isinstance(bias, torch.Tensor) and bias.ndim == 1
+                                  and bias.shape[0] == weight.shape[0]
+                                  and bias.dtype == dtype and bias.device == device)))
+
+
 def _autocast(x, *params) -> tuple:
     """``(x, *params)`` cast as ``torch.nn.functional.linear`` casts them under an enabled
     ``torch.autocast`` of ``x``'s device type: floating-point tensors other than float64 to
     the autocast dtype (differentiably: float32 parameters get float32 gradients)."""
-    device_type = x.device.type
+    device_type = "cuda" if x.is_cuda else x.device.type
     if not torch.is_autocast_enabled(device_type):
         return (x, *params)
     dtype = torch.get_autocast_dtype(device_type)
@@ -125,15 +137,15 @@ def fused_linear(x, weight, bias=None, activation=None):
     act = _activation(activation)
     _check_input(x)
     x, weight, bias = _autocast(x, weight, bias)
-    _check_weight("weight", weight, x, x.shape[-1])
-    _check_bias("bias", bias, x, weight.shape[0])
-    lead = x.shape[:-1]
+    if not _fits(weight, bias, x.shape[-1], x.dtype, x.device):
+        _check_weight("weight", weight, x, x.shape[-1])
+        _check_bias("bias", bias, x, weight.shape[0])
     x2 = _rows(x)
     if min(*x2.shape, weight.shape[0]) < 2:
         y = torch.nn.functional.linear(x2, weight, bias)
-        return _reference_activation(y, act).reshape(*lead, weight.shape[0])
+        return _reference_activation(y, act).reshape(*x.shape[:-1], weight.shape[0])
     y, _ = _ops.linear_call(x2, _dense(weight), _dense(bias), act)
-    return y if x.ndim == 2 else y.reshape(*lead, weight.shape[0])
+    return y if x.ndim == 2 else y.reshape(*x.shape[:-1], weight.shape[0])
 
 
 def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
@@ -172,17 +184,19 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     act = _activation(activation)
     _check_input(x)
     x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
-    _check_weight("w1", w1, x, x.shape[-1])
-    _check_bias("b1", b1, x, w1.shape[0])
-    _check_weight("w2", w2, x, w1.shape[0])
-    _check_bias("b2", b2, x, w2.shape[0])
-    lead = x.shape[:-1]
+    dtype, device = x.dtype, x.device
+    if not (_fits(w1, b1, x.shape[-1], dtype, device) and
+            _fits(w2, b2, w1.shape[0], dtype, device)):
+        _check_weight("w1", w1, x, x.shape[-1])
+        _check_bias("b1", b1, x, w1.shape[0])
+        _check_weight("w2", w2, x, w1.shape[0])
+        _check_bias("b2", b2, x, w2.shape[0])
     x2 = _rows(x)
     if min(*x2.shape, w1.shape[0], w2.shape[0]) < 2:
         h = _reference_activation(torch.nn.functional.linear(x2, w1, b1), act)
-        return torch.nn.functional.linear(h, w2, b2).reshape(*lead, w2.shape[0])
+        return torch.nn.functional.linear(h, w2, b2).reshape(*x.shape[:-1], w2.shape[0])
     y, _, _ = _ops.mlp_call(x2, _dense(w1), _dense(b1), _dense(w2), _dense(b2), act)
-    return y if x.ndim == 2 else y.reshape(*lead, w2.shape[0])
+    return y if x.ndim == 2 else y.reshape(*x.shape[:-1], w2.shape[0])
 
 
 def _reference_activation(y, act: str):
@@ -193,6 +207,14 @@ def _reference_activation(y, act: str):
     if act == "gelu":
         return torch.nn.functional.gelu(y, approximate="tanh")
     return y
+
+
+def _param(module, name: str):
+    """``getattr(module, name)`` of a registered parameter, read from the module's parameter
+    dict (``nn.Module.__getattr__`` is a Python call); a name not there (e.g. a
+    parametrization's property) is read as an attribute."""
+    params = module._parameters
+    return params[name] if name in params else getattr(module, name)
 
 
 def _init_linear(weight, bias) -> None:
@@ -243,7 +265,7 @@ class FusedLinear(torch.nn.Module):
         _init_linear(self.weight, self.bias)
 
     def forward(self, x):
-        return fused_linear(x, self.weight, self.bias, self.activation)
+        return fused_linear(x, _param(self, "weight"), _param(self, "bias"), self.activation)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -288,7 +310,8 @@ class FusedMLP(torch.nn.Module):
 
     def forward(self, x):
         fc1, fc2 = self.fc1, self.fc2
-        return fused_mlp(x, fc1.weight, fc1.bias, fc2.weight, fc2.bias, self.activation)
+        return fused_mlp(x, _param(fc1, "weight"), _param(fc1, "bias"), _param(fc2, "weight"),
+                         _param(fc2, "bias"), self.activation)
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}"

@@ -70,10 +70,6 @@ def eager(*tensors) -> bool:
     return True
 
 
-def _act(activation: str) -> str | None:
-    return None if activation == "none" else activation
-
-
 def aux_layout(activation: str, tokens: int, out_features: int, dtype):
     """``(shape, strides, dtype)`` of the auxiliary tensor ``cuweave::linear`` returns."""
     if activation == "relu":
@@ -93,16 +89,22 @@ def _row_bias(bias):
 
 
 def _linear_impl(x, weight, bias, activation):
-    act = _act(activation)
+    if activation == "none":
+        return _linear_plain(x, weight, bias), x.new_empty(0)
+    act = activation
     epilog = _FORWARD[act, bias is not None]
-    if act is None:
-        out = _engine.run(x, weight.t(), epilog, None if bias is None else _row_bias(bias))
-        return out, x.new_empty(0)
     if bias is None:  # y.T = weight @ x.T: the aux frame of the bias case, a row-major y
         yt, aux = _engine.run(weight, x.t(), epilog)
         return yt.t(), aux[_AUX[act]]
     y, aux = _engine.run(x, weight.t(), epilog, _row_bias(bias))
     return y, aux[_AUX[act]]
+
+
+def _linear_plain(x, weight, bias):
+    """``x @ weight.T + bias`` (no activation: no aux output)."""
+    if bias is None:
+        return _engine.run(x, weight.t(), "default")
+    return _engine.run(x, weight.t(), "bias", _row_bias(bias))
 
 
 @torch.library.custom_op("cuweave::linear", mutates_args=())
@@ -140,11 +142,12 @@ def _act_grad(activation, dy, y, aux, out_features):
 
 
 def _backward_ops(dy):
-    """``(linear_wgrad, linear_dgrad_act)``: the registered operators, or their
-    implementations in an eager backward pass that records no graph (``create_graph=False``:
-    with it, the operators keep their "no autograd formula" error for double backward)."""
+    """``(linear_wgrad, linear_dgrad_act)``: the registered operators, or in an eager backward
+    pass that records no graph (``create_graph=False``: with it, the operators keep their "no
+    autograd formula" error for double backward) their implementations, which return ``None``
+    for a bias gradient not asked for (the operators: an empty tensor)."""
     if not torch.is_grad_enabled() and eager(dy):
-        return _linear_wgrad_impl, _linear_dgrad_act_impl
+        return _wgrad, _dgrad_act
     return linear_wgrad, linear_dgrad_act
 
 
@@ -177,8 +180,14 @@ def linear_wgrad(x: torch.Tensor, dz: torch.Tensor,
 
 
 def _linear_wgrad_impl(x, dz, bias):
+    dw, db = _wgrad(x, dz, bias)
+    return dw, db if db is not None else dz.new_empty(0)
+
+
+def _wgrad(x, dz, bias):
+    """``(dW, db or None)``."""
     if not bias:
-        return dz.t() @ x, dz.new_empty(0)
+        return dz.t() @ x, None
     # (x.T @ dz) is (in, out) column-major: its transpose is the contiguous (out, in) dW
     dwt, aux = _engine.run(x.t(), dz, "bgradb")
     return dwt.t(), aux["bgradb"]
@@ -199,10 +208,17 @@ def linear_dgrad_act(dy: torch.Tensor, weight: torch.Tensor, aux: torch.Tensor,
 
 
 def _linear_dgrad_act_impl(dy, weight, aux, activation, bias):
-    out = _engine.run(dy, weight, _BACKWARD[activation, bias], {_AUX[activation]: aux})
-    dz, grads = out if isinstance(out, tuple) else (out, {})
-    db = grads.get(f"d{activation}_bgrad")
-    return dz, db.reshape(-1) if db is not None else dz.new_empty(0)
+    dz, db = _dgrad_act(dy, weight, aux, activation, bias)
+    return dz, db if db is not None else dz.new_empty(0)
+
+
+def _dgrad_act(dy, weight, aux, activation, bias):
+    """``(dz, db or None)``."""
+    epilog = _BACKWARD[activation, bias]
+    if not bias:  # no aux output
+        return _engine.run(dy, weight, epilog, {_AUX[activation]: aux}), None
+    dz, grads = _engine.run(dy, weight, epilog, {_AUX[activation]: aux})
+    return dz, grads[epilog].reshape(-1)
 
 
 @linear_dgrad_act.register_fake
@@ -222,8 +238,7 @@ def mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Te
 
 def _mlp_impl(x, w1, b1, w2, b2, activation):
     h, aux = _linear_impl(x, w1, b1, activation)
-    y, _ = _linear_impl(h, w2, b2, "none")
-    return y, h, aux
+    return _linear_plain(h, w2, b2), h, aux
 
 
 @mlp.register_fake
