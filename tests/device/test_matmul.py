@@ -7,6 +7,7 @@ The library-backed tests are skipped without nvidia-libmathdx-cu13 / numba-cuda 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types as pytypes
 import warnings
@@ -388,6 +389,38 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
     cubin, symbols = link_sm90(kernel, (types.float32, f16f, f16c, types.float32, f32c, f32c))
     kinds = {s.split("_")[1] for s in symbols}
     assert {"copy", "execute", "axpby", "zero"} <= kinds and len(cubin) > 1000
+
+
+def test_runtime_leading_dimension_and_literal_dims_in_kernels(mathdx, link_sm90):
+    """nvmath's kernels pass a kernel variable as a global layout's leading dimension, and size
+    shared arrays by ``MM.a_dim[::-1]`` (a compile-time tuple)."""
+    from numba import cuda
+    from numba.cuda import types
+
+    from cuweave.device.matmul import Matmul, copy, copy_fragment, copy_wait, make_tensor
+
+    mm = Matmul((32, 32, 32), np.float32, "real", arrangement=(ROW, COL, ROW), sm=90,
+                block_size=64)
+    la, lc = mm.suggest_layout_smem_a(), mm.suggest_layout_rmem_c()
+
+    def kernel(a, lda, c, ldc, out):
+        smem = cuda.shared.array(shape=(0,), dtype=np.float32, alignment=16)
+        grid = cuda.shared.array(shape=mm.b_dim[::-1], dtype=mm.b_value_type)
+        grid[0, 0] = mm.a_dim[0] + mm.c_dim[1]
+        copy(make_tensor(a, mm.get_layout_gmem_a(lda)), make_tensor(smem, la))
+        copy_wait()
+        frag = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        copy_fragment(make_tensor(c, mm.get_layout_gmem_c(ldc)), frag)
+        copy_fragment(frag, make_tensor(out, mm.get_layout_gmem_c(ldc)))
+        out[0] = grid[0, 0] + smem[0]
+
+    f32 = types.float32[::1]
+    ptx, _ = link_sm90(kernel, (f32, types.int64, f32, types.int32, f32), ptx=True)
+    ptx = ptx.decode(errors="replace")
+    assert ".entry" in ptx                   # typed: the static shape is a constant tuple
+    # lda and ldc (parameters 7 and 15: each 1-D array is 7 parameters) are read at run time
+    assert re.search(r"ld\.param\.u64\s+%rd\d+, \[\S+_param_7\]", ptx)
+    assert re.search(r"ld\.param\.u32\s+%r\d+, \[\S+_param_15\]", ptx)
 
 
 def test_tensor_functions_inline_and_generate_in_one_compilation(mathdx, link_sm90,

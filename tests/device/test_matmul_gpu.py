@@ -314,6 +314,55 @@ def test_tensor_api_register_accumulation(built):
     assert err < 1e-3, f"relative error {err:.3g}"
 
 
+def _runtime_ld_kernel(mm):
+    """The tensor kernel with C read and written through flat buffers whose leading dimension
+    is a kernel argument (``MM.get_layout_gmem_c(ldc)``, as nvmath's performance examples)."""
+    from numba import cuda
+
+    from cuweave.device.matmul import axpby, clear, copy, copy_fragment, copy_wait, make_tensor
+
+    la, lb, lc = mm.suggest_layout_smem_a(), mm.suggest_layout_smem_b(), mm.suggest_layout_rmem_c()
+
+    @cuda.jit
+    def kernel(alpha, a, b, beta, c, ldc, out):
+        smem = cuda.shared.array(shape=(0,), dtype=np.float16, alignment=16)
+        sa = make_tensor(smem[:la.cosize], la)
+        sb = make_tensor(smem[la.cosize:la.cosize + lb.cosize], lb)
+        acc = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        copy(make_tensor(a, mm.get_layout_gmem_a()), sa)
+        copy(make_tensor(b, mm.get_layout_gmem_b()), sb)
+        clear(acc)
+        copy_wait()
+        mm.execute(sa, sb, acc)
+        cf = make_tensor(cuda.local.array(lc.cosize, dtype=np.float32), lc)
+        copy_fragment(make_tensor(c, mm.get_layout_gmem_c(ldc)), cf)
+        axpby(alpha, acc, beta, cf)
+        copy_fragment(cf, make_tensor(out, mm.get_layout_gmem_c(ldc)))
+
+    return kernel, mm.get_shared_storage_size_ab(la, lb)
+
+
+def test_runtime_leading_dimension_in_kernel(built):
+    from numba import cuda
+
+    mm = _tensor_mm()
+    kernel, smem = _runtime_ld_kernel(mm)
+    rows, cols = mm.c_dim                     # C is row-major: ldc counts elements per row
+    ldc = cols + 16
+    rng = np.random.default_rng(11)
+    a = _random(mm.a_dim, np.float16, rng, order="F")
+    b = _random(mm.b_dim, np.float16, rng, order="C")
+    c = _random((rows, ldc), np.float32, rng)
+    out = cuda.to_device(np.full((rows, ldc), -7.0, np.float32))
+    kernel[1, mm.block_dim, 0, smem](2.0, cuda.to_device(a), cuda.to_device(b), 3.0,
+                                     cuda.to_device(c.reshape(-1)), ldc, out.reshape(-1))
+    got = out.copy_to_host()
+    ref = 2.0 * a.astype(np.float64) @ b.astype(np.float64) + 3.0 * c[:, :cols]
+    err = np.linalg.norm(got[:, :cols] - ref) / np.linalg.norm(ref)
+    assert err < 1e-3, f"relative error {err:.3g}"
+    assert (got[:, cols:] == -7.0).all(), "the padding past each row must stay untouched"
+
+
 def _accumulator_kernel(mm):
     """nvmath's accumulator examples: execute into ``MM.suggest_accumulator()``, results
     widened to float64 with ``make_fragment_like``, C read through the partitioner, and a

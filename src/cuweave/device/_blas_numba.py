@@ -25,6 +25,7 @@ from numba.np.numpy_support import as_dtype, from_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_mathdx, _cache
+from ._numba_objects import KernelObjectType
 from .matmul import _LAYOUTS, Layout, Matmul, _versions
 
 __all__ = ["OpaqueTensorType", "execute_function", "layout_function", "make_tensor", "copy",
@@ -393,10 +394,24 @@ def execute_function(mm: Matmul):
 _layout_fns: dict = {}
 
 
+class RuntimeLdLayoutType(KernelObjectType):
+    """A global-memory layout whose leading dimension is a run-time integer, carried by the
+    value (``MM.get_layout_gmem_c(ld)`` with ``ld`` a kernel variable)."""
+
+    def __init__(self, obj):
+        super().__init__(obj)
+        self.name = f"RuntimeLd{self.name}"
+
+
+@register_model(RuntimeLdLayoutType)
+class _RuntimeLdModel(StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("ld", types.int64)])
+
+
 def layout_function(mm: Matmul, method: str):
     """A device-side ``MM.<method>(leading_dimension=None)`` returning the Layout constant."""
     from ._numba_ext import numba_modules
-    from ._numba_objects import KernelObjectType
 
     key = (mm._kernel_key(), method)
     fn = _layout_fns.get(key)
@@ -407,19 +422,26 @@ def layout_function(mm: Matmul, method: str):
 
     @intrinsic
     def make(typingctx, leading_dimension):
+        runtime = False
         if _is_none(leading_dimension):
             layout = getattr(mm, method)()
         elif gmem and isinstance(leading_dimension, types.IntegerLiteral):
             layout = getattr(mm, method)(leading_dimension.literal_value)
+        elif gmem and isinstance(leading_dimension, types.Integer):
+            layout, runtime = getattr(mm, method)(), True
         else:
             raise InvalidOptionError(
-                f"leading_dimension of {method} must be a compile-time constant integer inside "
-                f"kernels (or build the layout outside), got {leading_dimension}")
+                f"leading_dimension of {method} must be an integer (global-memory layouts "
+                f"only), got {leading_dimension}")
         keep.append(layout)  # the type holds the object; keep it alive with the function
-        ty = KernelObjectType(layout)
+        ty = RuntimeLdLayoutType(layout) if runtime else KernelObjectType(layout)
 
         def codegen(context, builder, sig, args):
-            return ir.Constant(context.get_value_type(ty), None)
+            if not runtime:
+                return ir.Constant(context.get_value_type(ty), None)
+            value = cgutils.create_struct_proxy(ty)(context, builder)
+            value.ld = context.cast(builder, args[0], sig.args[0], types.int64)
+            return value._getvalue()
 
         return ty(leading_dimension), codegen
 
@@ -458,7 +480,10 @@ def _make_tensor(typingctx, array, layout_ty):
         ary = context.make_array(arrty)(context, builder, args[0])
         proxy = cgutils.create_struct_proxy(out)(context, builder)
         proxy.ptr = _generic_pointer(builder, ary.data)
-        if out.gmem:
+        if isinstance(sig.args[1], RuntimeLdLayoutType):
+            proxy.ld = cgutils.create_struct_proxy(sig.args[1])(context, builder,
+                                                                value=args[1]).ld
+        elif out.gmem:
             proxy.ld = _leading_dimension(context, builder, layout, arrty, ary)
         return proxy._getvalue()
 

@@ -8,7 +8,9 @@ instance carries its host object; attribute access inside a kernel asks the obje
   ``range(fft.elements_per_thread)`` see compile-time constants) and lowers them to constants;
 * types numba types / NumPy scalar types as dtype specs and device functions as dispatchers,
   which need no runtime value (a call through them is a direct call, inlined by numba/LTO);
-* types other constants (floats, tuples, namedtuples such as ``Dim3``) by their value;
+* types plain tuples of ints (``MM.a_dim``) as tuples of literals, so that
+  ``cuda.shared.array(shape=MM.a_dim[::-1], ...)`` sees a constant shape;
+* types other constants (floats, other tuples, namedtuples such as ``Dim3``) by their value;
 * makes the object callable (``fft(thread_data, smem)``) when it has a ``__call__`` attribute
   (a device function): the call compiles to a direct call of that function.
 
@@ -57,7 +59,15 @@ def constant_type(context, value):
     """The numba type of a compile-time constant ``value`` (ints and bools as literals)."""
     if isinstance(value, bool) or (isinstance(value, int) and not isinstance(value, type)):
         return types.literal(value)
+    if _int_tuple(value):
+        return types.Tuple(tuple(types.literal(int(v)) for v in value))
     return context.resolve_value_type(value)
+
+
+def _int_tuple(value) -> bool:
+    """A plain tuple (not a namedtuple) of ints."""
+    return (type(value) is tuple and bool(value) and
+            all(isinstance(v, int) and not isinstance(v, bool) for v in value))
 
 
 def _lower_value(context, builder, ty, value):
@@ -65,6 +75,9 @@ def _lower_value(context, builder, ty, value):
         return context.get_constant(ty.literal_type, value)
     if isinstance(ty, _DATALESS):
         return context.get_dummy_value()
+    if isinstance(ty, types.Tuple) and _int_tuple(value):
+        return context.make_tuple(builder, ty, [context.get_constant(t.literal_type, v)
+                                                for t, v in zip(ty.types, value)])
     return context.get_constant_generic(builder, ty, value)
 
 
