@@ -158,7 +158,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=40, help="blocks per case")
     ap.add_argument("--fake", action="store_true", help="stub the GPU even if one is usable")
     ap.add_argument("--fake-device", default="cpu", choices=("cpu", "meta"),
-                    help="stubbed GPU: the tensors posing as CUDA ones")
+                    help="stubbed GPU: the tensors posing as CUDA ones (cpu: tiny shapes, "
+                    "torch's side computes little; meta: the real shapes, but torch's meta "
+                    "kernels are partly Python, so torch's side is not comparable)")
     ap.add_argument("--profile", action="store_true", help="cProfile each cuweave case")
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args(argv)
