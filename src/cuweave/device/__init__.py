@@ -37,12 +37,14 @@ _LAZY = {
     **{n: "._blas_fragments" for n in ("make_fragment_like", "AccumulatorType")},
     "OpaqueTensor": "._blas_numba",   # nvmath-python's names of the numba types
     "Accumulator": "._blas_fragments",
+    "DevicePipeline": "._blas_pipeline",
+    "TilePipeline": "._blas_pipeline",
     **{n: ".types" for n in ("complex32", "complex64", "complex128", "half2", "half4",
                              "np_float16x2", "np_float16x4")},
 }
 _ALIASES = {"OpaqueTensor": "OpaqueTensorType", "Accumulator": "AccumulatorType"}
 _SUBMODULES = ("types", "random", "random_helpers", "common_cuda", "common", "cublasdx",
-               "cublasdx_backend")
+               "cublasdx_backend", "cublasdx_numba")
 
 __all__ = [
     "FFT",

@@ -50,6 +50,7 @@ class MathdxError(LibraryError):
 class _Op:  # cublasdxOperatorType
     FUNCTION, SIZE, TYPE, PRECISION, SM, EXECUTION, BLOCK_DIM, LEADING_DIMENSION = range(8)
     TRANSPOSE_MODE, API, ARRANGEMENT, ALIGNMENT, STATIC_BLOCK_DIM = range(8, 13)
+    ENABLE_INPUT_STREAMING, WITH_PIPELINE = 13, 14
 
 
 class _Trait:  # cublasdxTraitType
@@ -192,6 +193,10 @@ class _Descriptor:
             self._set(_Op.LEADING_DIMENSION, *leading_dimension)
         if spec.static_block_dim:
             self._set(_Op.STATIC_BLOCK_DIM, 1)
+        if spec.with_pipeline:
+            self._set(_Op.WITH_PIPELINE, 1)
+        if spec.enable_input_streaming:
+            self._set(_Op.ENABLE_INPUT_STREAMING, 1)
 
     def ints(self, trait: int, count: int) -> list[int]:
         out = (_ll * count)()

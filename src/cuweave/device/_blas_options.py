@@ -187,6 +187,8 @@ class MatmulSpec:
     static_block_dim: bool
     execution: str = "Block"
     function: str = "MM"
+    with_pipeline: bool = False
+    enable_input_streaming: bool = False
 
     @classmethod
     def from_knobs(cls, size, precision, data_type="real", *, sm=None, block_size=None,
@@ -218,11 +220,6 @@ class MatmulSpec:
                            ("enable_input_streaming", enable_input_streaming)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise InvalidOptionError(f"{name} must be a bool, got {flag!r}")
-        for name, flag in (("with_pipeline", with_pipeline),
-                           ("enable_input_streaming", enable_input_streaming)):
-            if flag:
-                raise InvalidOptionError(f"{name} must be False (pipelined GEMMs are not "
-                                         f"implemented in cuweave yet), got {flag!r}")
         if transpose_mode is not None:
             warnings.warn("transpose_mode is deprecated; use arrangement instead",
                           DeprecationWarning, stacklevel=3)
@@ -251,7 +248,8 @@ class MatmulSpec:
                    leading_dimension=leading_dimension, alignment=alignment,
                    block_dim=_block_dim(block_size, block_dim),
                    static_block_dim=bool(static_block_dim), execution=execution,
-                   function=function)
+                   function=function, with_pipeline=bool(with_pipeline),
+                   enable_input_streaming=bool(enable_input_streaming))
 
     # ----- derived ----------------------------------------------------------------------------
     @property
@@ -293,4 +291,7 @@ class MatmulSpec:
                 else tuple(self.leading_dimension),
                 self.alignment and tuple(self.alignment),
                 self.block_dim if isinstance(self.block_dim, str | None) else tuple(self.block_dim),
-                self.static_block_dim, self.execution, self.function)
+                self.static_block_dim, self.execution, self.function,
+                # pipelined descriptions only: the keys (and disk cache) of the others unchanged
+                *((("pipeline", self.with_pipeline, self.enable_input_streaming),)
+                  if self.with_pipeline or self.enable_input_streaming else ()))

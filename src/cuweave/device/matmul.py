@@ -311,7 +311,8 @@ class Layout(KernelObject):
 _KERNEL_ATTRIBUTES = frozenset({
     "a_dim", "b_dim", "c_dim", "a_size", "b_size", "c_size", "block_dim", "block_size",
     "max_threads_per_block", "leading_dimension", "a_value_type", "b_value_type",
-    "c_value_type", "value_type", "alignment", "size",
+    "c_value_type", "value_type", "alignment", "size", "with_pipeline",
+    "enable_input_streaming",
 })
 
 
@@ -342,7 +343,8 @@ class Matmul(KernelObject):
     static_block_dim : bool
     execution : 'Block'
     with_pipeline, enable_input_streaming : bool
-        Must be False: pipelined GEMMs are not implemented in cuweave yet.
+        cuBLASDx's pipelined execution (TMA/asynchronous tile streaming through shared memory,
+        see :meth:`suggest_device_pipeline`) and its input streaming.
 
     Notes
     -----
@@ -444,11 +446,22 @@ class Matmul(KernelObject):
 
     @property
     def with_pipeline(self) -> bool:
-        return False
+        """Whether the GEMM runs through cuBLASDx pipelines (:meth:`suggest_device_pipeline`)."""
+        return self._spec.with_pipeline
 
     @property
     def enable_input_streaming(self) -> bool:
-        return False
+        return self._spec.enable_input_streaming
+
+    def suggest_device_pipeline(self, pipeline_depth, a, b):
+        """A :class:`~cuweave.device.cublasdx.DevicePipeline` streaming tiles of the device
+        arrays ``a`` (m x k, or m x k x batch) and ``b`` (k x n, or k x n x batch) through
+        ``pipeline_depth`` shared-memory stages (0: the deepest that fits). Needs
+        ``with_pipeline=True``; pass it to a kernel compiled with
+        ``extensions=cuweave.device.cublasdx_numba.pipeline_extensions``."""
+        from ._blas_pipeline import DevicePipeline
+
+        return DevicePipeline(self, pipeline_depth, a, b)
 
     # ----- traits -----------------------------------------------------------------------------
     @property
@@ -592,6 +605,10 @@ class Matmul(KernelObject):
             return _blas_numba.execute_function(self)
         if name in _LAYOUTS:
             return _blas_numba.layout_function(self, name)
+        if name in ("suggest_accumulator", "get_accumulator") and self.with_pipeline:
+            from . import cublasdx_numba
+
+            return cublasdx_numba.accumulator_function(self, name == "suggest_accumulator")
         if name in ("suggest_accumulator", "get_accumulator"):
             from . import _blas_fragments
 

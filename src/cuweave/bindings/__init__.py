@@ -1,0 +1,15 @@
+"""nvmath-python's ``nvmath.bindings`` names that cuweave's examples use: :mod:`.mathdx`.
+
+Submodules load their library on first use, never on import."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["mathdx"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
