@@ -51,7 +51,7 @@ def _spec(**kw):
     (dict(leading_dimension=(64, 64)), "leading_dimension must be a 3-sequence"),
     (dict(alignment=(4, 4, 6)), "alignment.c must be a multiple of 4"),
     (dict(alignment=(32, 4, 4)), "at most 16"),
-    (dict(with_pipeline=True), "with_pipeline must be False"),
+    (dict(with_pipeline="yes"), "with_pipeline must be a bool"),
     (dict(static_block_dim="yes"), "static_block_dim must be a bool"),
     (dict(sm=12), "sm must be a compute capability"),
 ])
@@ -225,8 +225,20 @@ def test_layouts_and_cache(mathdx, mm_f32):
 def test_unsupported_description_is_a_typed_error(mathdx):
     from cuweave.device.matmul import Matmul
 
-    with pytest.raises(InvalidOptionError, match="precision must be float32 or float64"):
-        Matmul((16, 16, 16), np.float16, "complex", arrangement=(ROW, COL, COL), sm=90)
+    with pytest.raises(InvalidOptionError, match="precision must be floating-point"):
+        Matmul((16, 16, 16), np.int8, "complex", arrangement=(ROW, COL, COL), sm=90)
+
+
+def test_complex_half_elements_are_complex32(mathdx):
+    """Complex half GEMMs (nvmath's cfp16 examples): elements are cuweave.device.complex32,
+    four bytes on the host, float16x2 inside kernels."""
+    from cuweave.device import types as element_types
+    from cuweave.device.matmul import Matmul
+
+    mm = Matmul((16, 16, 16), np.float16, "complex", arrangement=(ROW, COL, COL), sm=90)
+    assert mm.value_type is element_types.complex32
+    assert np.dtype(mm.a_value_type).itemsize == 4 and tuple(mm.alignment) == (4, 4, 4)
+    assert mm.shared_memory_size >= 3 * 16 * 16 * 4
 
 
 # ---------------------------------------------------------------------------------------------

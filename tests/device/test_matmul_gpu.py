@@ -60,6 +60,9 @@ EXTRA = {
                  arrangement=(ROW, COL, COL), block_size=128),
     "uint8": dict(size=(16, 24, 32), precision=(np.uint8, np.uint8, np.uint32),
                   data_type="real", arrangement=(COL, ROW, ROW), block_size=64),
+    # complex half: cuweave.device.complex32 elements, float16x2 in kernels
+    "complex_half": dict(size=(32, 16, 24), precision=np.float16, data_type="complex",
+                         arrangement=(ROW, COL, COL)),
 }
 
 
@@ -92,6 +95,10 @@ def built(request):
 
 def _random(shape, dtype, rng, order="C"):
     x = rng.uniform(-1, 1, shape)
+    if np.dtype(dtype).kind == "V":  # complex half: complex64 values exact in float16
+        x = x + 1j * rng.uniform(-1, 1, shape)
+        return np.asarray(x.real.astype(np.float16) + 1j * x.imag.astype(np.float16),
+                          dtype=np.complex64, order=order)
     if np.dtype(dtype).kind == "c":
         x = x + 1j * rng.uniform(-1, 1, shape)
     return np.asarray(x, dtype=dtype, order=order)
@@ -159,10 +166,10 @@ def _kernel(mm, orders, runtime_lds=None):
 def _run(mm, orders, rng, *, transpose_b=False, twice=False, runtime_lds=None):
     from numba import cuda
 
-    dt = mm.c_value_type
     a = _random(mm.a_dim, mm.a_value_type, rng)
     b = _random(mm.b_dim, mm.b_value_type, rng)
-    c = _random(mm.c_dim, dt, rng)
+    c = _random(mm.c_dim, mm.c_value_type, rng)
+    dt = c.dtype                       # complex64 on the host for complex half
     alpha, beta = (1.5 - 0.5j, 0.75 + 0.25j) if np.dtype(dt).kind == "c" else (1.5, 0.75)
     kernel, smem = _kernel(mm, orders, runtime_lds)
     out = cuda.device_array(mm.c_dim, dtype=dt)
@@ -180,6 +187,14 @@ def test_pointer_api_matches_numpy(built, dtype, arrangement, size):
     mm = built[(dtype, arrangement, size)]
     err = _run(mm, ARRANGEMENTS[arrangement], np.random.default_rng(list(SIZES).index(size)))
     assert err < DTYPES[dtype][3], f"relative error {err:.3g}"
+
+
+def test_complex_half(built):
+    """Complex half GEMMs (nvmath's cfp16 examples): float16x2 shared arrays loaded from and
+    stored to complex64 arrays, complex alpha/beta."""
+    mm = built["complex_half"]
+    assert mm.value_type.dtype.itemsize == 4
+    assert _run(mm, (ROW, COL, COL), np.random.default_rng(12)) < 2e-2
 
 
 def test_call_spelling_matches(built):

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 from llvmlite import ir
 from numba.core import cgutils
 from numba.cuda import types
 from numba.cuda.extending import intrinsic, overload, overload_attribute, overload_method
 from numba.cuda.models import register_model
-from numba.np.numpy_support import as_dtype, from_dtype
+from numba.np.numpy_support import as_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_numba
@@ -102,7 +101,7 @@ _FRAME = {"inline": "always"}
 
 def _new_buffer(context, builder, layout: Layout, count: int):
     """A 16-byte aligned local buffer of ``count`` elements of ``layout.dtype`` (as i8*)."""
-    elem = context.get_data_type(from_dtype(np.dtype(layout.dtype)))
+    elem = context.get_data_type(_blas_numba.numba_dtype(layout.dtype))
     slot = cgutils.alloca_once(builder, ir.ArrayType(elem, count))
     slot.align = 16
     builder.store(ir.Constant(slot.type.pointee, None), slot)

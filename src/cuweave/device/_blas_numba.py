@@ -36,12 +36,19 @@ _I8P = ir.IntType(8).as_pointer()
 _NONE = (types.NoneType, types.Omitted)
 
 
+def numba_dtype(value_type):
+    """numba type of elements of ``value_type`` (a NumPy type, or one of
+    :mod:`cuweave.device.types` such as ``complex32``, which is ``float16x2`` in kernels)."""
+    numba_type = getattr(value_type, "numba_type", None)
+    return numba_type() if numba_type is not None else from_dtype(np.dtype(value_type))
+
+
 class OpaqueTensorType(types.Type):
     """numba type of an opaque cuBLASDx tensor: a buffer viewed through a :class:`Layout`."""
 
     def __init__(self, layout: Layout):
         self.layout = layout
-        self.dtype = from_dtype(np.dtype(layout.dtype))
+        self.dtype = numba_dtype(layout.dtype)
         super().__init__(name=f"OpaqueTensor{layout._kernel_key()!r}")
 
     @property
@@ -208,7 +215,7 @@ def _is_none(t) -> bool:
 
 
 def _check_dtype(mm: Matmul, got, which: str):
-    want = from_dtype(np.dtype(getattr(mm, f"{which}_value_type")))
+    want = numba_dtype(getattr(mm, f"{which}_value_type"))
     if got != want:
         raise InvalidOptionError(f"{which} must hold {want} elements for this Matmul, got {got}")
     return want
@@ -471,7 +478,7 @@ def _make_tensor(typingctx, array, layout_ty):
     if layout.memory_space == "acc":
         raise InvalidOptionError("accumulators come from MM.suggest_accumulator() or "
                                  "MM.get_accumulator(), not make_tensor")
-    if from_dtype(np.dtype(layout.dtype)) != array.dtype:
+    if numba_dtype(layout.dtype) != array.dtype:
         layout = layout.like(as_dtype(array.dtype))      # same layout over the array's type
     out = OpaqueTensorType(layout)
 

@@ -380,10 +380,6 @@ class Matmul(KernelObject):
             arrangement=arrangement, alignment=alignment, function=function,
             static_block_dim=static_block_dim, execution=execution, with_pipeline=with_pipeline,
             enable_input_streaming=enable_input_streaming)
-        if spec.is_complex and "float16" in spec.precision:
-            raise InvalidOptionError(
-                f"precision must be float32 or float64 for complex GEMMs (complex half is not "
-                f"supported in cuweave yet), got {tuple(spec.precision)!r}")
         from .fft import _require_numba
 
         _require_numba()
@@ -483,6 +479,10 @@ class Matmul(KernelObject):
 
     def _value_type(self, i):
         name = self._traits["value_types"][i]
+        if self._spec.is_complex and name == "float16":
+            from .types import complex32  # float16x2 in kernels (imports numba when present)
+
+            return complex32
         if self._spec.is_complex:
             return {"float32": np.complex64, "float64": np.complex128}[name]
         return np.dtype(name).type
