@@ -7,7 +7,8 @@ arguments), and *real* torch CPU tensors pose as CUDA tensors of device 0 (``is_
 costs (``data_ptr``, ``stride``, the allocator as reached from Python) are real. Cases:
 
 - ``execute``: a planned ``Matmul(a, b).execute()``, 64x64 fp32, a fresh result each call;
-- ``matmul()``: the function form ``matmul(a, b)`` on the same tensors (plan-cache hit).
+- ``matmul()``: the function form ``matmul(a, b)`` on the same tensors (plan-cache hit);
+- ``matmul(stream=0)``: the same with a stream given (a handle: the run's other path).
 
 Reports µs/call (medians of interleaved blocks) and a cProfile of each case. With ``--before
 REV`` the tree of git revision ``REV`` is imported as the package ``cwbefore`` (its imports are
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import pytest
 import torch
@@ -111,6 +113,8 @@ def pose_torch(mp) -> None:
     mp.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
     mp.setattr(torch.Tensor, "get_device", lambda self: 0)
     mp.setattr(torch._C, "_cuda_getCurrentRawStream", abs, raising=False)
+    current = types.SimpleNamespace(cuda_stream=0)  # stream 0 current: no stream switch
+    mp.setattr(torch.cuda, "current_stream", lambda device=None: current)
 
 
 def cases(pkg: str, a, b) -> tuple[dict, list]:
@@ -118,7 +122,8 @@ def cases(pkg: str, a, b) -> tuple[dict, list]:
     mm = adv.Matmul(a, b)
     mm.plan()
     matmul = adv.matmul
-    fns = {"execute": mm.execute, "matmul()": lambda: matmul(a, b)}
+    fns = {"execute": mm.execute, "matmul()": lambda: matmul(a, b),
+           "matmul(stream=0)": lambda: matmul(a, b, stream=0)}
     for fn in fns.values():  # the plan cache filled, every lazy import done
         for _ in range(200):
             fn()

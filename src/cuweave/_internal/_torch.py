@@ -115,16 +115,14 @@ class TorchAdapter(Adapter):
         return self.wrap(x.permute(inv), "result")
 
     def result_allocator(self, shape, dtype, perm, device_id):
-        generic = super().result_allocator(shape, dtype, perm, device_id)
         made = self.result_maker(shape, dtype, perm, device_id)
-        if made is None:
-            return generic  # raises the typed error on use
-        new = made[0]
+        if made is None:  # the generic allocator raises the typed error on use
+            return super().result_allocator(shape, dtype, perm, device_id)
+        new, on_stream = made[0], self.on_stream
 
         def alloc(stream, foreign=False):
-            if foreign:
-                return generic(stream)
-            x = new()
+            # another stream: the same maker with that stream made current (no wrapping)
+            x = on_stream(stream, device_id, new) if foreign else new()
             return x, x.data_ptr()
 
         return alloc

@@ -61,13 +61,17 @@ def probe_torch_pair(a, b, extra):
     alignments in one flat tuple ending with ``extra``, read in one frame."""
     try:
         da, db = a.get_device(), b.get_device()  # -1 on the CPU
-        if da < 0 or db < 0 or a.is_conj() or a.is_neg() or b.is_conj() or b.is_neg():
+        ta, tb = a.dtype, b.dtype
+        # the conjugate bit is asked of complex tensors only (a real value is its conjugate)
+        if da < 0 or db < 0 or a.is_neg() or b.is_neg() or (
+                ta.is_complex and a.is_conj()) or (tb.is_complex and b.is_conj()):
             return None
         pa, pb = a.data_ptr(), b.data_ptr()
-        return ("torch", a.dtype, a.shape, a.stride(), da, ALIGNMENT[pa & 255], b.dtype,
+        return ("torch", ta, a.shape, a.stride(), da, ALIGNMENT[pa & 255], tb,
                 b.shape, b.stride(), db, ALIGNMENT[pb & 255], extra), pa, pb
     except AttributeError:  # another object of the torch module: wrapping reports it
         return None
+
 
 
 def pointer_device(ptr: int) -> int:

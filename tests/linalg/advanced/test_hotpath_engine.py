@@ -645,15 +645,27 @@ def test_results_on_the_current_stream_come_from_the_result_maker(gpu, monkeypat
         return (lambda: made.append(new()) or made[-1]), pointer
 
     monkeypatch.setattr(packages.TORCH, "result_maker", maker)
+    switched = []  # (stream, whether the maker ran while it was made current)
+    real_on_stream = packages.TORCH.on_stream
+
+    def on_stream(stream, device_id, fn, *args, **kwargs):
+        n = len(made)
+        out = real_on_stream(stream, device_id, fn, *args, **kwargs)
+        switched.append((stream, len(made) > n))
+        return out
+
+    monkeypatch.setattr(packages.TORCH, "on_stream", on_stream)
     a, b = gpu.tensor(32, 16, order=order), gpu.tensor(16, 8, order=order)
     mm = Matmul(a, b)
     mm.plan()
     d1 = mm.execute()
-    assert made == [d1] and gpu.matmul_calls[-1][10] == d1.data_ptr()
-    d2 = mm.execute(stream=0x5000)  # another stream: the allocator, ordered on it
-    assert made == [d1] and gpu.matmul_calls[-1][10] == d2.data_ptr()
+    assert made == [d1] and gpu.matmul_calls[-1][10] == d1.data_ptr() and switched == []
+    d2 = mm.execute(stream=0x5000)  # another stream: the maker, with that stream current
+    assert made == [d1, d2] and gpu.matmul_calls[-1][10] == d2.data_ptr()
+    assert switched == [(0x5000, True)]
     assert (d1.shape, d1.stride()) == (d2.shape, d2.stride())
     mm.free()
+    del made[1:]
     monkeypatch.setattr(packages.TORCH, "result_maker", lambda *args: None)
     mm = Matmul(a, b)  # a package without a maker: the allocator on every stream
     mm.plan()

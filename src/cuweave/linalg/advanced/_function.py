@@ -76,7 +76,6 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     >>> sorted(aux), aux["relu_aux"].dtype
     (['relu_aux'], dtype('uint8'))
     """
-    fast, mm, looked_up = None, None, False
     if epilog is not None:  # validated before keying: 2.0 or True must never hit RELU's plan
         epilog = epilog_spec(epilog).epilog
     if alpha is not None and type(alpha) is not float:  # a cached plan skips the checks
@@ -93,11 +92,39 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         probe = PAIR_PROBERS.get(cls) if type(b) is cls else None
         found = (probe or pair_prober(cls, type(b)))(a, b, epilog)
         if found is not None:
-            fast = found[0]
-            if stream is None:
-                mm, looked_up = plan_cache.pop(fast), True
-                if mm is not None:
-                    return _run_cached(mm, found, a, b, alpha)
+            key, pa, pb = found
+            mm = plan_cache.pop(key)
+            if mm is None:
+                return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers,
+                             quantization_scales, options, preferences, algorithm, execution,
+                             stream, key, True)
+            spare = mm._spare_ops  # (records by name, record of a, record of b)
+            lean = mm._fast_run
+            if spare is None or lean is None or stream is not None:
+                return _run_cached(mm, found, a, b, alpha, stream)
+            # the key fixes the layouts and nothing else is bound: the planned records take
+            # the tensors and the probed pointers (nothing wrapped), and the lean run runs
+            ops, oa, ob = spare
+            oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
+            if alpha is None:
+                alpha = 1.0
+            if alpha != mm._alpha:
+                mm.alpha = alpha
+            mm._ops = ops
+            try:
+                return lean(mm)
+            finally:
+                mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
+                plan_cache.put(key, mm, mm._engine.workspace_size)
+    return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
+                 options, preferences, algorithm, execution, stream, None, False)
+
+
+def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
+          options, preferences, algorithm, execution, stream, fast, looked_up):
+    """:func:`matmul` past the cached lean run: wrap, key (``fast``: the probed key, already
+    looked up and missed when ``looked_up``), plan or rebind, execute, cache."""
+    mm = None
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -138,7 +165,6 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     finally:
         _put_back(mm, key)
 
-
 def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
          execution, algorithm) -> tuple:
     extras = None  # everything but the operands, frozen only when something is given
@@ -157,35 +183,23 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
             beta is None, extras)
 
 
-def _run_cached(mm, found, a, b, alpha):
-    """Execute a cached plan for the tensors ``a`` and ``b`` (``found``: their key and
-    pointers, from :func:`~cuweave._internal.packages.pair_prober`; the plan's operand records
-    get the new tensors, nothing is wrapped)."""
+def _run_cached(mm, found, a, b, alpha, stream):
+    """Execute the cached plan ``mm`` for ``a`` and ``b`` (``found``: their probed key and
+    pointers) where the lean run does not apply (optional steps, a given stream): the plan's
+    operand records get the tensors (wrapped once if it was planned by a call that could not
+    use the key), then the rebind and execute."""
     key, pa, pb = found
     spare = mm._spare_ops  # (records by name, record of a, record of b)
-    if spare is None:  # planned by a call that could not use the key: wrap this once
+    if spare is None:
         ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
         spare = mm._spare_ops = (ops, ops["a"], ops["b"])
     ops, oa, ob = spare
     oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
-    lean = mm._fast_run
-    if lean is not None:  # the key fixes the layouts and nothing else is bound: bind and run
-        if alpha is None:
-            alpha = 1.0
-        if alpha != mm._alpha:
-            mm.alpha = alpha
-        mm._ops = ops
-        try:
-            return lean(mm)
-        finally:
-            mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
-            plan_cache.put(key, mm, mm._engine.workspace_size)
     mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
     try:
-        return mm.execute()
+        return mm.execute(stream=stream)
     finally:
         _put_back(mm, key)
-
 
 def _put_back(mm, key) -> None:
     """Release the call's operands (the records keep no tensor alive) and cache the plan."""
