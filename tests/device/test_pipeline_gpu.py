@@ -22,38 +22,14 @@ def _mm(arrangement):
 
 
 def _kernel(mm, batched: bool):
+    """The CPU tests' copy of nvmath's example kernel, compiled for launching."""
     from numba import cuda
 
-    from cuweave.device import axpby, make_tensor
     from cuweave.device.cublasdx_numba import pipeline_extensions
+    from tests.device.test_pipeline import _example_kernel
 
-    tile_m, tile_n = mm.size[:2]
-
-    @cuda.jit(extensions=pipeline_extensions, launch_bounds=[mm.block_size, 1])
-    def kernel(alpha, beta, c, device_pipeline):
-        smem = cuda.shared.array(shape=(0,), dtype=np.byte,
-                                 alignment=device_pipeline.buffer_alignment)
-        bx, by = cuda.blockIdx.x, cuda.blockIdx.y
-        c_tile = c[bx * tile_m:(bx + 1) * tile_m, by * tile_n:(by + 1) * tile_n]
-        gmem_c = make_tensor(c_tile, mm.get_layout_gmem_c())
-        if batched:
-            tile = device_pipeline.get_tile(smem, (bx, np.int32(0)), (by, np.int32(0)))
-        else:
-            tile = device_pipeline.get_tile(smem, bx, by)
-        acc = mm.suggest_accumulator()
-        tile.execute(acc)
-        if batched:
-            for step in range(1, 4):
-                device_pipeline.reset_tile(tile, (bx, np.int32(step % 2)),
-                                           (by, np.int32(step // 2)))
-                tile.execute(acc)
-        if acc.is_thread_active():
-            d_frag = acc.make_partition_and_copy(gmem_c)
-            axpby(alpha, acc.get_results(), beta, d_frag)
-            acc.partition_and_copy(d_frag, gmem_c)
-        tile._del()
-
-    return kernel
+    return cuda.jit(extensions=pipeline_extensions, launch_bounds=[mm.block_size, 1])(
+        _example_kernel(mm, batched))
 
 
 def _run(kernel, pipeline, grid, alpha, beta, c_d):

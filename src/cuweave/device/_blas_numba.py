@@ -146,7 +146,7 @@ def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
                                                      dynamic_ld=dynamic_ld)
         return {"traits": None, "symbol": symbol, "ltoir": ltoir}
 
-    return _entry([list(spec.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
+    return _cache.cached([list(spec.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
                    _versions()], build)
 
 
@@ -191,18 +191,6 @@ def _flatten(builder, values) -> list:
         else:
             out.append(v)
     return out
-
-
-def _entry(parts, build) -> dict:
-    key = _cache.make_key(parts)
-    entry = _cache.load(key)
-    if entry is None:
-        with _lock:
-            entry = _cache.load(key)
-            if entry is None:
-                entry = build(key)
-                _cache.store(key, entry)
-    return entry
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import threading
 import weakref
 
 import numpy as np
@@ -57,7 +56,6 @@ _BLOCK_SIZE_FIXED = 1        # cublasdxBlockSizeStrategy: the Matmul's own block
 _TRAIT_STORAGE_BYTES, _TRAIT_STORAGE_ALIGNMENT, _TRAIT_BUFFER_SIZE = 0, 1, 2
 _TRAIT_BUFFER_ALIGNMENT, _TRAIT_NAME, _TRAIT_BLOCK_DIM = 3, 4, 5
 _DESTROY, _RESET, _FINISH_ACCUMULATION = 12, 13, 15     # cublasdxDeviceFunctionType
-_lock = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,18 +218,6 @@ def _invalid(config, e) -> InvalidOptionError:
     return InvalidOptionError(f"the pipeline {config!r} is not supported by cuBLASDx: {e}")
 
 
-def _entry(parts, build) -> dict:
-    key = _cache.make_key(parts)
-    entry = _cache.load(key)
-    if entry is None:
-        with _lock:
-            entry = _cache.load(key)
-            if entry is None:
-                entry = build(key)
-                _cache.store(key, entry)
-    return entry
-
-
 def pipeline_traits(spec, config: PipelineConfig) -> dict:
     """``{'device': {...}, 'tile': {...}}`` traits of both pipelines (cached on disk; one
     NVRTC compilation inside libmathdx the first time)."""
@@ -249,7 +235,7 @@ def pipeline_traits(spec, config: PipelineConfig) -> dict:
                 raise _invalid(config, e) from e
         return {"traits": traits, "symbol": None, "ltoir": None}
 
-    return _entry([list(config), "pipeline-traits", _versions()], build)["traits"]
+    return _cache.cached([list(config), "pipeline-traits", _versions()], build)["traits"]
 
 
 #: The generated functions: name -> (function kind, uses the accumulator, pipelines).
@@ -370,8 +356,8 @@ def pipeline_code(spec, config: PipelineConfig) -> dict:
             raise _blas_mathdx.MathdxError(3, "NVRTC (cuBLASDx pipeline shims)", hint=log[-2000:])
         return {"traits": None, "symbol": names["tile_execute_shim"], "ltoir": ir}
 
-    functions = _entry([list(config), "pipeline-functions", _versions()], build_functions)
-    shims = _entry([list(config), "pipeline-shims", _versions()], build_shims)
+    functions = _cache.cached([list(config), "pipeline-functions", _versions()], build_functions)
+    shims = _cache.cached([list(config), "pipeline-shims", _versions()], build_shims)
     return {"symbols": names, "functions": functions["ltoir"], "shims": shims["ltoir"]}
 
 

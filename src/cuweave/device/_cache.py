@@ -17,11 +17,12 @@ import threading
 
 from .._internal.logging import get_logger
 
-__all__ = ["cache_dir", "make_key", "load", "store", "clear_memory"]
+__all__ = ["cache_dir", "make_key", "load", "store", "cached", "clear_memory"]
 
 _log = get_logger("device.cache")
 _memory: dict[str, dict] = {}
 _lock = threading.Lock()
+_build_lock = threading.RLock()  # one build of an entry at a time in a process (builds nest)
 
 
 def cache_dir() -> str:
@@ -95,6 +96,20 @@ def store(key: str, entry: dict) -> None:
         _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
     except OSError as e:
         _log.warning("could not write the device FFT cache in %s: %s", cache_dir(), e)
+
+
+def cached(parts, build) -> dict:
+    """The entry keyed by ``parts`` (:func:`make_key`): from memory or disk, else
+    ``build(key)``, stored. Threads asking for one missing entry build it once."""
+    key = make_key(parts)
+    entry = load(key)
+    if entry is None:
+        with _build_lock:
+            entry = load(key)
+            if entry is None:
+                entry = build(key)
+                store(key, entry)
+    return entry
 
 
 def clear_memory() -> None:

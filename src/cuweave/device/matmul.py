@@ -128,15 +128,6 @@ class SharedStorageCalc:
         return self._memory
 
 
-def _entry(parts, build) -> dict:
-    key = _cache.make_key(parts)
-    entry = _cache.load(key)
-    if entry is None:
-        entry = build(key)
-        _cache.store(key, entry)
-    return entry
-
-
 def _versions():
     from .._version import __version__
     from . import _blas_mathdx
@@ -188,7 +179,7 @@ def _resolve(spec: MatmulSpec) -> dict:
                       "suggested_leading_dimension": traits["suggested_leading_dimension"]}
         return {"traits": traits, "symbol": None, "ltoir": None}
 
-    return _entry([list(spec.key()), "traits", _versions()], build)["traits"]
+    return _cache.cached([list(spec.key()), "traits", _versions()], build)["traits"]
 
 
 class Layout(KernelObject):
@@ -571,7 +562,7 @@ class Matmul(KernelObject):
                                                   kinds)
                 return {"traits": info, "symbol": None, "ltoir": None}
 
-            self._layouts = _entry([list(self._resolved.key()), "layouts", _versions()],
+            self._layouts = _cache.cached([list(self._resolved.key()), "layouts", _versions()],
                                    build)["traits"]
         return self._layouts
 
