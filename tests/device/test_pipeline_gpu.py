@@ -41,7 +41,8 @@ def _run(kernel, pipeline, grid, alpha, beta, c_d):
     argtys = tuple(numba.typeof(x) for x in (alpha, beta, c_d, pipeline))
     fn = kernel.compile(argtys).library.get_cufunc()
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    driver.cuFuncSetAttribute(fn.handle.value, attr, pipeline.buffer_size)
+    handle = getattr(fn.handle, "value", None) or int(fn.handle)  # numba-cuda 0.30: a CUkernel
+    driver.cuFuncSetAttribute(handle, attr, pipeline.buffer_size)
     kernel[grid, pipeline.block_dim, 0, pipeline.buffer_size](alpha, beta, c_d, pipeline)
     cuda.synchronize()
     return c_d.copy_to_host()

@@ -408,8 +408,8 @@ def _launch_one(kernel, *pointers) -> None:
     device = Device()
     device.set_current()
     stream = device.default_stream
-    launch(stream, LaunchConfig(grid=1, block=1), kernel,
-           *[ctypes.c_void_p(p) for p in pointers])
+    # pointers as 8-byte NumPy scalars (cuda.core 1.2.0 refuses ctypes.c_void_p arguments)
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, *[np.uint64(p) for p in pointers])
     stream.sync()
 
 
@@ -496,7 +496,7 @@ class DevicePipeline:
         suffix = "a" if (cc.major, cc.minor) >= (9, 0) else ""
         init, fini = _host_kernels(self.mm._resolved, self._info.config,
                                    f"sm_{cc.major}{cc.minor}{suffix}")
-        buffer = device.allocate(self.storage_bytes)
+        buffer = device.allocate(self.storage_bytes, stream=device.default_stream)
         try:
             _launch_one(init, int(buffer.handle), a_ptr, b_ptr)
         except BaseException:

@@ -371,9 +371,19 @@ _PIPELINE_OF: dict = {}
 _to_fragment, _from_fragment = _fragment_copy(True), _fragment_copy(False)
 
 
-@typeof_impl.register(DevicePipeline)
 def _typeof_pipeline(val, c):
     return DevicePipelineType(val._info)
+
+
+# numba-cuda's registry, and numba's own where it is another one (``numba.typeof`` of a
+# launch argument, as nvmath's examples call it)
+typeof_impl.register(DevicePipeline)(_typeof_pipeline)
+try:
+    from numba.core.typing.typeof import typeof_impl as _core_typeof_impl
+except ImportError:  # pragma: no cover - numba-cuda without numba
+    _core_typeof_impl = typeof_impl
+if _core_typeof_impl is not typeof_impl:
+    _core_typeof_impl.register(DevicePipeline)(_typeof_pipeline)
 
 
 @overload_method(PipelineAccumulatorType, "make_partition_and_copy", **_FRAME)
