@@ -4,9 +4,11 @@ Cases (complex64, 65536 transforms of 256 points):
 
 * standalone forward FFT, global → registers → FFT → global, for a few
   (elements_per_thread, ffts_per_block) choices, each with the data read and written as
-  complex64 (two 4-byte accesses per element in numba) and through ``float32x2`` views (one
-  8-byte access), against ``cupy.fft.fft`` and ``torch.fft.fft``; GB/s counts bytes read +
-  written;
+  complex64 (two 4-byte accesses per element in numba), through ``float32x2`` views (one
+  8-byte access), with streaming (evict-first) 8-byte accesses (``cuweave.device.ldcs``/
+  ``stcs``), and 16-byte accesses of element pairs, plain and streaming (see
+  ``_block_fft_kernel``), against ``cupy.fft.fft`` and ``torch.fft.fft``; GB/s counts bytes
+  read + written;
 * a convolution ``ifft(fft(x) * h)``: one cuweave kernel (forward FFT, pointwise filter,
   inverse FFT, scaling) against CuPy's three passes (fft → multiply → ifft);
 * the same convolution in half precision (``precision=np.float16``: two FFTs per
@@ -35,7 +37,7 @@ KNOBS = ((8, "suggested"), (8, 4), (16, "suggested"), (16, 4), (16, 16), (16, 32
          (32, 8))
 HALF_KNOBS = ((4, 4), (4, 8), (8, 4), (8, 8), (16, 8))
 # how kernels move data between global memory and the FFT (see _block_fft_kernel)
-IO_VARIANTS = ("complex", "vector")
+IO_VARIANTS = ("complex", "vector", "stream", "wide", "stream16")
 TOLERANCE = 1e-5  # relative error (complex64 FFTs of 256 points: ~1e-7); larger ones lose
 HALF_TOLERANCE = 1e-2  # float16 data and FFTs: ~1e-3
 # each knob choice is screened on its own; the fastest is then measured again, round-robin with
@@ -65,35 +67,110 @@ def run(results, quick: bool) -> None:
 
 
 def _block_fft_kernel(fft, io: str):
-    """The standalone kernel, global -> FFT -> global, with the data moved one of two ways:
+    """The standalone kernel, global -> FFT -> global, with the data moved one of five ways:
 
     * ``complex``: ``td[i] = x[b, j]`` on the complex64 arrays. numba aligns complex64 to 4
       bytes, so each element is two 4-byte accesses;
-    * ``vector``: the same through ``x.view(float32x2_type)``: one 8-byte access per element.
+    * ``vector``: the same through ``x.view(float32x2_type)``: one 8-byte access per element;
+    * ``stream``: one 8-byte streaming access per element (``cuweave.device.ldcs``/``stcs``:
+      ``ld.global.cs.v2.f32``, evict-first, as every element is touched once);
+    * ``wide`` / ``stream16``: 16-byte accesses (plain / streaming ``.v4.f32``) of two
+      neighbouring elements through ``x.view(float32x4_type)``. A thread holds elements
+      ``t + i * stride``, so neighbours ``2k + i * stride`` and ``2k + 1 + i * stride`` belong to
+      lanes ``2k`` and ``2k + 1``: the even lane moves the pair of element ``i``, the odd lane the
+      pair of element ``i + 1``, and each hands one element to the other (``shfl.xor`` of
+      its two floats).
 
-    (A third way, 16-byte copies into shared memory and cuFFTDx's shared-memory API
-    ``execute(smem)``, measured 2180-3130 GB/s on the H200, below both: dropped.)
+    (A sixth way, 16-byte copies into shared memory and cuFFTDx's shared-memory API
+    ``execute(smem)``, measured 2180-3130 GB/s on the H200, below the first two: dropped.)
+    Returns ``None`` where a way does not apply (the 16-byte ones need an even
+    ``elements_per_thread`` and ``stride``).
     """
     from numba import cuda
 
-    from cuweave.device import float32x2_type
+    from cuweave.device import float32x2, float32x2_type, float32x4, float32x4_type, ldcs, stcs
 
     execute, storage, vt = fft.execute, fft.storage_size, fft.value_type
     ept, stride, fpb = fft.elements_per_thread, fft.stride, fft.ffts_per_block
-    vector = io == "vector"
+    if io in ("wide", "stream16") and (ept % 2 or stride % 2):
+        return None
+    half = stride // 2
+    device = cuda.jit(device=True, forceinline=True)
+
+    if io in ("complex", "vector"):  # the kernel as first measured
+        vector = io == "vector"
+
+        @cuda.jit
+        def kernel(x, y):
+            td = cuda.local.array(storage, dtype=vt)
+            smem = cuda.shared.array(0, dtype=vt)
+            b = cuda.blockIdx.x * fpb + cuda.threadIdx.y
+            xs = x.view(float32x2_type) if vector else x
+            ys = y.view(float32x2_type) if vector else y
+            for i in range(ept):
+                td[i] = xs[b, cuda.threadIdx.x + i * stride]
+            execute(td, smem)
+            for i in range(ept):
+                ys[b, cuda.threadIdx.x + i * stride] = td[i]
+
+        return kernel
+
+    if io == "stream":
+
+        @device
+        def load(td, x, b, t):
+            for i in range(ept):
+                td[i] = ldcs(x, (b, t + i * stride))
+
+        @device
+        def store(td, y, b, t):
+            for i in range(ept):
+                stcs(y, (b, t + i * stride), td[i])
+
+    else:
+        if io == "stream16":
+            get, put = ldcs, stcs
+        else:
+            @device
+            def get(a, index):
+                return a[index]
+
+            @device
+            def put(a, index, value):
+                a[index] = value
+
+        @device
+        def load(td, x, b, t):
+            x4, odd, mask = x.view(float32x4_type), t & 1, cuda.activemask()
+            for i in range(0, ept, 2):
+                v = get(x4, (b, t // 2 + (i + odd) * half))  # elements (t & ~1, t | 1)
+                # the even lane keeps the first of its pair and sends the second; the odd lane
+                # keeps the second and sends the first (selects: td stays in registers)
+                keep_re, keep_im = (v.z, v.w) if odd else (v.x, v.y)
+                got_re = cuda.shfl_xor_sync(mask, v.x if odd else v.z, 1)
+                got_im = cuda.shfl_xor_sync(mask, v.y if odd else v.w, 1)
+                td[i] = float32x2(got_re, got_im) if odd else float32x2(keep_re, keep_im)
+                td[i + 1] = float32x2(keep_re, keep_im) if odd else float32x2(got_re, got_im)
+
+        @device
+        def store(td, y, b, t):
+            y4, odd, mask = y.view(float32x4_type), t & 1, cuda.activemask()
+            for i in range(0, ept, 2):
+                a, c = td[i], td[i + 1]
+                send = a if odd else c
+                got = float32x2(cuda.shfl_xor_sync(mask, send.real, 1),
+                                cuda.shfl_xor_sync(mask, send.imag, 1))
+                lo, hi = (got, float32x2(c)) if odd else (float32x2(a), got)
+                put(y4, (b, t // 2 + (i + odd) * half), float32x4(lo.x, lo.y, hi.x, hi.y))
 
     @cuda.jit
     def kernel(x, y):
         td = cuda.local.array(storage, dtype=vt)
         smem = cuda.shared.array(0, dtype=vt)
         b = cuda.blockIdx.x * fpb + cuda.threadIdx.y
-        xs = x.view(float32x2_type) if vector else x
-        ys = y.view(float32x2_type) if vector else y
-        for i in range(ept):
-            td[i] = xs[b, cuda.threadIdx.x + i * stride]
+        load(td, x, b, cuda.threadIdx.x)
         execute(td, smem)
-        for i in range(ept):
-            ys[b, cuda.threadIdx.x + i * stride] = td[i]
+        store(td, y, b, cuda.threadIdx.x)
 
     return kernel
 
@@ -129,6 +206,8 @@ def _standalone(results, ffts, iters):
     for index, fft in enumerate(ffts):
         for io in IO_VARIANTS:
             kernel = _block_fft_kernel(fft, io)
+            if kernel is None:
+                continue
             launch = kernel[BATCH // fft.ffts_per_block, fft.block_dim, 0, fft.shared_memory_size]
             y.copy_to_device(zeros)  # a variant must not pass on an earlier one's output
             launch(x, y)

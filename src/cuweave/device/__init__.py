@@ -35,6 +35,7 @@ _LAZY = {
     **{n: "._blas_numba" for n in ("make_tensor", "copy", "copy_fragment", "clear", "axpby",
                                     "copy_wait", "OpaqueTensorType")},
     **{n: "._blas_fragments" for n in ("make_fragment_like", "AccumulatorType")},
+    **{n: "._streaming" for n in ("ldcs", "stcs")},  # streaming complex/vector accesses
     "OpaqueTensor": "._blas_numba",   # nvmath-python's names of the numba types
     "Accumulator": "._blas_fragments",
     "DevicePipeline": "._blas_pipeline",
