@@ -11,7 +11,8 @@ Cases (bf16, ``tokens x hidden -> ffn -> hidden``, GELU(tanh), defaults 64, 1024
 With a usable CUDA device everything is real, and every span of calls is queued behind a long
 ``torch.cuda._sleep`` (the GPU never waited on; a span that outlived the sleep is dropped).
 Without one, cuBLASLt and the CUDA runtime are stubbed as ``scripts/percall_profile.py`` stubs
-them, and torch *meta* tensors pose as CUDA tensors of device 0: torch's dispatch, autograd
+them (but matmul descriptors: host objects, made and set by the real library where it
+loads), and torch *meta* tensors pose as CUDA tensors of device 0: torch's dispatch, autograd
 and allocator-side costs are real, no arithmetic runs (so torch's side costs no kernel launch
 either: compare the two, not absolute numbers, with the GPU machine's). Prints the median µs
 per call of interleaved blocks and, with ``--profile``, a cProfile of each cuweave case::
@@ -45,16 +46,27 @@ def stub_gpu(device: str):
     import pytest
     from percall_profile import install
 
+    from cuweave._bindings import cublaslt as lt
     from cuweave._internal import packages
 
     mp = pytest.MonkeyPatch()
     noop = ctypes.CDLL(None)["labs"]  # ignores the extra arguments (caller-cleaned C ABI)
     noop.restype = ctypes.c_int
+    # matmul descriptors are host objects: where cuBLASLt loads, runs set their pointer
+    # attributes through the real library (their cost is part of a run's)
+    try:
+        lt.lib()
+        real = {name: getattr(lt, name) for name in (
+            "matmul_desc_create", "matmul_desc_set_attribute", "matmul_desc_destroy")}
+    except Exception:
+        real = {}
     mp.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
     mp.setattr(torch.Tensor, "get_device", lambda self: 0)
     mp.setattr(torch._C, "_cuda_getCurrentRawStream", abs, raising=False)
     mp.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
     install(mp, "cuweave", noop)
+    for name, fn in real.items():
+        mp.setattr(lt, name, fn)
     mp.setattr(packages.ADAPTERS["torch"], "device_type", device)
     if device == "meta":
         autocast = torch.is_autocast_enabled  # meta has no autocast state: ask CUDA's

@@ -740,3 +740,36 @@ def _profile(calls: int = 20000) -> None:  # pragma: no cover - manual tool
 
 if __name__ == "__main__":  # pragma: no cover
     _profile()
+
+
+def test_pointer_setter_writes_the_descriptor_through_the_library():
+    """The run's pointer setter calls the untyped ``cublasLtMatmulDescSetAttribute`` on its
+    pre-built arguments (a host-side descriptor: no GPU needed, only the library); stubs of
+    the typed setter are called instead."""
+    try:
+        lt.lib()
+    except Exception as exc:  # no cuBLASLt here
+        pytest.skip(f"cuBLASLt does not load: {exc}")
+    from cuweave._bindings.library_types import ComputeType, CudaDataType
+
+    desc = lt.matmul_desc_create(ComputeType.COMPUTE_32F, CudaDataType.CUDA_R_32F)
+    try:
+        set_ = _cuda._pointer_setter(desc)
+        for attr, ptr in ((lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER, 0x7F0000001200),
+                          (lt.MatmulDescAttribute.BIAS_POINTER, 0x7F0000003400),
+                          (lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER, 0x7F0000005600)):
+            assert set_(attr, ptr) == 0
+            assert lt.matmul_desc_get_attribute(desc, attr) == ptr
+        assert set_(lt.MatmulDescAttribute.BIAS_POINTER, 0) == 0
+        assert not lt.matmul_desc_get_attribute(desc, lt.MatmulDescAttribute.BIAS_POINTER)
+    finally:
+        lt.matmul_desc_destroy(desc)
+
+
+def test_pointer_setter_calls_a_replaced_typed_setter(monkeypatch):
+    calls = []
+    monkeypatch.setattr(lt, "matmul_desc_set_attribute",
+                        lambda desc, attr, value: calls.append((desc, attr, value.value)))
+    set_ = _cuda._pointer_setter(0x1000)
+    assert set_(lt.MatmulDescAttribute.BIAS_POINTER, 0x2000) == 0
+    assert calls == [(0x1000, lt.MatmulDescAttribute.BIAS_POINTER, 0x2000)]
