@@ -17,8 +17,16 @@ ACTIVATIONS = (None, "relu", "gelu")
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+#: the operators' spelling of the usual ``activation`` values (one dict lookup)
+_NAMES = {None: "none", "none": "none", "relu": "relu", "gelu": "gelu"}
+
+
 def _activation(value) -> str:
     """The operators' spelling of ``activation`` (``"none"``, ``"relu"``, ``"gelu"``)."""
+    if value is None or type(value) is str:
+        name = _NAMES.get(value)
+        if name is not None:
+            return name
     name = value.lower() if isinstance(value, str) else value
     if name not in ACTIVATIONS and name != "none":
         raise InvalidOptionError(f"activation must be one of {list(ACTIVATIONS)}, got {value!r}")
@@ -62,13 +70,14 @@ def _check_input(x, in_features_of=None) -> None:
 def _fits(weight, bias, in_features: int, dtype, device) -> bool:
     """Whether ``weight`` and ``bias`` fit an input of ``in_features``, ``dtype`` and
     ``device`` (the common case in one pass; else :func:`_check_weight` and
-    :func:`_check_bias` raise with the details)."""
+    :func:`_check_bias` raise with the details). Dtypes compare by identity first (torch's
+    dtypes are singletons)."""
     return (isinstance(weight, torch.Tensor) and weight.ndim == 2
-            and weight.shape[1] == in_features and weight.dtype == dtype
+            and weight.shape[1] == in_features and weight.dtype is dtype
             and weight.device == device
             and (bias is None or (isinstance(bias, torch.Tensor) and bias.ndim == 1
                                   and bias.shape[0] == weight.shape[0]
-                                  and bias.dtype == dtype and bias.device == device)))
+                                  and bias.dtype is dtype and bias.device == device)))
 
 
 def _autocast(x, *params) -> tuple:
@@ -309,7 +318,8 @@ class FusedMLP(torch.nn.Module):
         self.fc2 = FusedLinear(hidden_features, out_features, bias, None, device, dtype)
 
     def forward(self, x):
-        fc1, fc2 = self.fc1, self.fc2
+        mods = self._modules  # not nn.Module.__getattr__ (a Python call per submodule)
+        fc1, fc2 = mods["fc1"], mods["fc2"]
         return fused_mlp(x, _param(fc1, "weight"), _param(fc1, "bias"), _param(fc2, "weight"),
                          _param(fc2, "bias"), self.activation)
 

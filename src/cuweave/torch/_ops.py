@@ -330,6 +330,29 @@ class _Mlp(torch.autograd.Function):
     backward = staticmethod(_mlp_backward)
 
 
+#: ``Function.apply`` less its Python layer (the ``setup_context`` probe, the functorch test
+#: :func:`eager` has made): torch's base ``apply`` on the arguments with dead functorch
+#: wrappers unwrapped, as ``Function.apply`` unwraps them; ``None`` where torch lacks a part
+_BASE_APPLY = getattr(torch._C, "_FunctionBase", type).__dict__.get("apply")
+_unwrap_if_dead = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+
+
+def _applier(cls):
+    """``cls.apply`` for the eager route (see :data:`_BASE_APPLY`)."""
+    if _BASE_APPLY is None or _unwrap_if_dead is None:
+        return cls.apply
+    base, unwrap = _BASE_APPLY.__get__(None, cls), _unwrap_if_dead
+
+    def apply(x, *args):  # the last argument is the activation's name
+        return base(unwrap(x), *[t if t is None or type(t) is str else unwrap(t)
+                                 for t in args])
+
+    return apply
+
+
+_linear_apply, _mlp_apply = _applier(_Linear), _applier(_Mlp)
+
+
 def _records(*tensors) -> bool:
     """Whether autograd records a call on ``tensors`` (grad mode and an input needing it)."""
     if not torch.is_grad_enabled():
@@ -346,7 +369,7 @@ def linear_call(x, weight, bias, activation):
     if not eager(x, weight, bias):
         return linear(x, weight, bias, activation)
     if _records(x, weight, bias):
-        return _Linear.apply(x, weight, bias, activation)
+        return _linear_apply(x, weight, bias, activation)
     return _linear_impl(x, weight, bias, activation)
 
 
@@ -356,5 +379,5 @@ def mlp_call(x, w1, b1, w2, b2, activation):
     if not eager(x, w1, b1, w2, b2):
         return mlp(x, w1, b1, w2, b2, activation)
     if _records(x, w1, b1, w2, b2):
-        return _Mlp.apply(x, w1, b1, w2, b2, activation)
+        return _mlp_apply(x, w1, b1, w2, b2, activation)
     return _mlp_impl(x, w1, b1, w2, b2, activation)
