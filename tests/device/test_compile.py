@@ -18,6 +18,7 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installe
 import cuweave.device as dx  # noqa: E402
 from cuweave._internal.errors import InvalidOptionError, LibraryNotFoundError  # noqa: E402
 from cuweave.device import _cache, _codegen  # noqa: E402
+from tests.device._nvjitlink import LinkError, link_sm90  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -198,20 +199,12 @@ def test_a_failing_precompiled_header_is_retried_without_and_turned_off(monkeypa
 
 
 def _link_sm90(*objects):
-    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
-    handle = nvjitlink.create(2, ["-arch=sm_90", "-lto"])
+    """``(True, "")`` when the LTO-IR objects link for sm_90, else ``(False, log)``."""
     try:
-        for i, data in enumerate(objects):
-            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), f"in{i}")
-        try:
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError:
-            log = bytearray(nvjitlink.get_error_log_size(handle))
-            nvjitlink.get_error_log(handle, log)
-            return False, log.decode(errors="replace")
-        return True, ""
-    finally:
-        nvjitlink.destroy(handle)
+        link_sm90([(data, f"in{i}") for i, data in enumerate(objects)])
+    except LinkError as e:
+        return False, str(e)
+    return True, ""
 
 
 def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):

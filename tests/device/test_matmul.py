@@ -17,6 +17,7 @@ import pytest
 
 from cuweave._internal.errors import InvalidOptionError
 from cuweave.device._blas_options import MatmulSpec
+from tests.device._nvjitlink import link_sm90 as _link_objects
 
 ROW, COL = "row_major", "col_major"
 
@@ -258,7 +259,7 @@ def link_sm90(monkeypatch):
     from numba import cuda
     from numba.cuda import dispatcher
 
-    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    pytest.importorskip("cuda.bindings.nvjitlink")
     from cuweave.device import _blas_numba
 
     monkeypatch.setattr(dispatcher, "get_current_device",
@@ -286,39 +287,21 @@ def link_sm90(monkeypatch):
             if "NVVM" in type(e).__name__ or "libNVVM" in str(e):
                 pytest.skip(f"libNVVM is not available: {e}")
             raise
-        return _nvjitlink(nvjitlink, ir, linked, ptx)
+        return _nvjitlink(ir, linked, ptx)
 
     return run
 
 
-def _nvjitlink(nvjitlink, ir, linked, ptx):
+def _nvjitlink(ir, linked, ptx):
     """Link a kernel's LTO-IR with every cuBLASDx object made so far (reading them generates
     the pending device-function groups) into a cubin, or the post-LTO PTX with ``ptx``."""
-    options = ["-arch=sm_90", "-lto"] + (["-ptx"] if ptx else [])
-    handle = nvjitlink.create(len(options), options)
-    try:
-        nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, ir, len(ir), "kernel")
-        # numba reuses the overloads compiled for earlier kernels of this process (their
-        # code was linked there): everything linked so far goes into the link
-        for code in list(_EVER_LINKED.values()) + list(_EVER_DECLARED.values()):
-            data = code.data
-            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), code.name)
-        try:
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError:
-            log = bytearray(nvjitlink.get_error_log_size(handle))
-            nvjitlink.get_error_log(handle, log)
-            raise AssertionError(log.decode(errors="replace")[:2000]) from None
-        if ptx:
-            out = bytearray(nvjitlink.get_linked_ptx_size(handle))
-            nvjitlink.get_linked_ptx(handle, out)
-        else:
-            out = bytearray(nvjitlink.get_linked_cubin_size(handle))
-            nvjitlink.get_linked_cubin(handle, out)
-    finally:
-        nvjitlink.destroy(handle)
+    # numba reuses the overloads compiled for earlier kernels of this process (their code was
+    # linked there): everything linked so far goes into the link
+    objects = [(ir, "kernel")] + [(code.data, code.name) for code in
+                                  list(_EVER_LINKED.values()) + list(_EVER_DECLARED.values())]
+    out = _link_objects(objects, ptx=ptx)
     symbols = sorted({s for code in linked for s in code.symbols})
-    return bytes(out), symbols
+    return out, symbols
 
 
 def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):

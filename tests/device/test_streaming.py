@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.device._nvjitlink import link_sm90
+
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -154,30 +156,10 @@ def fft256():
 def _link(ltoir: bytes, fft, ptx: bool) -> bytes:
     """The kernel's LTO-IR linked with the FFT's and cuFFTDx's twiddle tables by nvJitLink:
     the post-LTO PTX, or (ptxas run on it) the cubin."""
-    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
     from cuweave.device import _numba_ext
 
-    options = ["-arch=sm_90", "-lto"] + (["-ptx"] if ptx else [])
-    handle = nvjitlink.create(len(options), options)
-    try:
-        for data, name in ((ltoir, "kernel"), (fft._ltoir, "fft"),
-                           (_numba_ext.fft_tables(900).data, "tables")):
-            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, data, len(data), name)
-        try:
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError:
-            log = bytearray(nvjitlink.get_error_log_size(handle))
-            nvjitlink.get_error_log(handle, log)
-            raise AssertionError(log.decode(errors="replace")[:2000]) from None
-        if ptx:
-            out = bytearray(nvjitlink.get_linked_ptx_size(handle))
-            nvjitlink.get_linked_ptx(handle, out)
-        else:
-            out = bytearray(nvjitlink.get_linked_cubin_size(handle))
-            nvjitlink.get_linked_cubin(handle, out)
-    finally:
-        nvjitlink.destroy(handle)
-    return bytes(out)
+    return link_sm90([(ltoir, "kernel"), (fft._ltoir, "fft"),
+                      (_numba_ext.fft_tables(900).data, "tables")], ptx=ptx)
 
 
 # elements_per_thread = 8: each way's data load and store, how many of each per thread, and
