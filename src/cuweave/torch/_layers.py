@@ -192,7 +192,8 @@ def fused_mlp(x, w1, b1, w2, b2, activation="gelu"):
     """
     act = _activation(activation)
     _check_input(x)
-    x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
+    if torch.is_autocast_enabled("cuda" if x.is_cuda else x.device.type):
+        x, w1, b1, w2, b2 = _autocast(x, w1, b1, w2, b2)
     dtype, device = x.dtype, x.device
     if not (_fits(w1, b1, x.shape[-1], dtype, device) and
             _fits(w2, b2, w1.shape[0], dtype, device)):

@@ -61,13 +61,29 @@ def eager(*tensors) -> bool:
     mode, functionalization, user modes), no torch function mode (``torch.device``
     contexts included), not ``torch.jit.trace``, and every tensor exactly a ``torch.Tensor`` or
     ``nn.Parameter``. Only then may the registered operators be bypassed."""
+    return _route(tensors) != _OPERATORS
+
+
+#: :func:`_route`'s answers
+_OPERATORS, _IMPL, _FUNCTION = 0, 1, 2
+
+
+def _route(tensors) -> int:
+    """How a call on ``tensors`` runs, in one pass: ``_OPERATORS`` where :func:`eager` does
+    not hold, else ``_FUNCTION`` where autograd records it (grad mode and a tensor requiring
+    a gradient), else ``_IMPL``."""
     if (torch.compiler.is_compiling() or not _PROBED or _transforms() or _dispatch_modes()
             or _function_modes() or _tracing()):
-        return False
+        return _OPERATORS
+    route = _IMPL
+    grad = torch.is_grad_enabled()
     for t in tensors:
-        if t is not None and type(t) not in _PLAIN:
-            return False
-    return True
+        if t is not None:
+            if type(t) not in _PLAIN:
+                return _OPERATORS
+            if grad and t.requires_grad:
+                route = _FUNCTION
+    return route
 
 
 def aux_layout(activation: str, tokens: int, out_features: int, dtype):
@@ -366,9 +382,10 @@ def _records(*tensors) -> bool:
 def linear_call(x, weight, bias, activation):
     """``cuweave::linear(x, weight, bias, activation)``, through the eager route where
     :func:`eager` allows it (same results, gradients and autocast behaviour)."""
-    if not eager(x, weight, bias):
+    route = _route((x, weight, bias))
+    if route == _OPERATORS:
         return linear(x, weight, bias, activation)
-    if _records(x, weight, bias):
+    if route == _FUNCTION:
         return _linear_apply(x, weight, bias, activation)
     return _linear_impl(x, weight, bias, activation)
 
@@ -376,8 +393,9 @@ def linear_call(x, weight, bias, activation):
 def mlp_call(x, w1, b1, w2, b2, activation):
     """``cuweave::mlp(x, w1, b1, w2, b2, activation)``, through the eager route where
     :func:`eager` allows it."""
-    if not eager(x, w1, b1, w2, b2):
+    route = _route((x, w1, b1, w2, b2))
+    if route == _OPERATORS:
         return mlp(x, w1, b1, w2, b2, activation)
-    if _records(x, w1, b1, w2, b2):
+    if route == _FUNCTION:
         return _mlp_apply(x, w1, b1, w2, b2, activation)
     return _mlp_impl(x, w1, b1, w2, b2, activation)

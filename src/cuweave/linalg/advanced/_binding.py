@@ -165,6 +165,8 @@ class EpilogBinding:
         check_same_place({**ref_ops, **{_input_name(k): op for k, op in self.inputs.items()}})
         self.signatures = {k: _input_signature(op) for k, op in self.inputs.items()}
         p = self.p = problem
+        #: the aux input whose frame a square result cannot tell (None: no such input)
+        self.square_aux = spec.aux_input if p.user_m == p.user_n else None
         d_dtype = types["d"]
         count = p.batch_count
         self.static = []

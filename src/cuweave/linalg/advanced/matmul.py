@@ -306,27 +306,42 @@ class Matmul(StatefulObject):
         pb = pointer(b) if b is not None else 0
         if pa is None or pb is None:
             return False
-        if epilog_inputs:
-            bind = self._binding
-            bound = bind.inputs if bind is not None else {}
-            if type(epilog_inputs) is not dict or len(epilog_inputs) != len(bound) or (
-                    bind.spec.aux_input in epilog_inputs and bind.p.user_m == bind.p.user_n):
-                return False  # checked by reset_inputs: the names, a square aux's frame
-            new = []
-            for k, x in epilog_inputs.items():
-                rec = bound.get(k)
-                ptr = pointer(x) if rec is not None else None
-                if ptr is None:
-                    return False
-                new.append((rec, x, ptr))
-            for rec, x, ptr in new:
-                rec.obj, rec.ptr = x, ptr
+        if epilog_inputs and not self._repoint_inputs(epilog_inputs, pointer):
+            return False
         if a is not None:
             rec = ops["a"]
             rec.obj, rec.ptr = a, pa
         if b is not None:
             rec = ops["b"]
             rec.obj, rec.ptr = b, pb
+        return True
+
+    def _repoint_inputs(self, epilog_inputs, pointer) -> bool:
+        """:meth:`_repoint` of the epilog inputs (all or none); ``False``: take
+        :meth:`_reset`, which checks the names and a square aux input's frame."""
+        bind = self._binding
+        if bind is None or type(epilog_inputs) is not dict:
+            return False
+        bound = bind.inputs
+        if len(epilog_inputs) != len(bound) or bind.square_aux in epilog_inputs:
+            return False
+        if len(bound) == 1:  # the usual case: one input (a bias or an aux matrix)
+            for k, x in epilog_inputs.items():
+                rec = bound.get(k)
+                ptr = pointer(x) if rec is not None else None
+                if ptr is None:
+                    return False
+                rec.obj, rec.ptr = x, ptr
+            return True
+        new = []
+        for k, x in epilog_inputs.items():
+            rec = bound.get(k)
+            ptr = pointer(x) if rec is not None else None
+            if ptr is None:
+                return False
+            new.append((rec, x, ptr))
+        for rec, x, ptr in new:
+            rec.obj, rec.ptr = x, ptr
         return True
 
     def _matrix_c(self, c):
