@@ -6,12 +6,9 @@ Skipped without numba-cuda / nvidia-mathdx / NVRTC / libNVVM / nvJitLink.
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
 import types as pytypes
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +16,6 @@ import pytest
 from tests.device._nvjitlink import link_sm90
 
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
@@ -129,16 +124,6 @@ def test_host_calls_are_refused():
 # ---------------------------------------------------------------------------------------------
 # The benchmark's standalone kernels, linked with cuFFTDx for sm_90
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def bench():
-    """benchmarks/cases_device_fft.py (it imports the benchmark harness from its folder)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCHMARKS))
-        module = importlib.import_module("cases_device_fft")
-    sys.modules.pop("cases_device_fft", None)
-    return module
 
 
 @pytest.fixture(scope="module")

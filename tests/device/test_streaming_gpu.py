@@ -3,26 +3,12 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 KNOBS = [(8, 4), (16, "suggested"), (32, 4)]
-
-
-@pytest.fixture(scope="module")
-def bench():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCHMARKS))
-        module = importlib.import_module("cases_device_fft")
-    sys.modules.pop("cases_device_fft", None)
-    return module
 
 
 def test_streaming_copies_are_exact():
