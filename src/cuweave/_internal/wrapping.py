@@ -73,7 +73,6 @@ def probe_torch_pair(a, b, extra):
         return None
 
 
-
 def pointer_device(ptr: int) -> int:
     from . import cuda
 

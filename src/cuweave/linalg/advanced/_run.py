@@ -122,12 +122,10 @@ def build_run(mm):
                 out, d = alloc(s, foreign)
         c = d if c_mode == 0 else (
             (ptr["c"] if staged_ else ops["c"].ptr) if c_mode == 1 else eng.workspace_ptr or 0)
-        if inputs:  # set_pointer called only for a pointer that changed (a new bias)
-            bound, held_ptr = mm._binding.inputs, eng._bound
+        if inputs:  # set_pointer makes a library call only for a pointer that changed
+            bound = mm._binding.inputs
             for k, attr in inputs:
-                in_ptr = ptr["in_" + k] if staged_ else bound[k].ptr
-                if held_ptr.get(attr) != in_ptr:
-                    set_pointer(attr, in_ptr)
+                set_pointer(attr, ptr["in_" + k] if staged_ else bound[k].ptr)
         if bind_more:
             if outputs:
                 aux = _bind_outputs(mm, outputs, s, foreign)

@@ -325,14 +325,6 @@ class Matmul(StatefulObject):
         bound = bind.inputs
         if len(epilog_inputs) != len(bound) or bind.square_aux in epilog_inputs:
             return False
-        if len(bound) == 1:  # the usual case: one input (a bias or an aux matrix)
-            for k, x in epilog_inputs.items():
-                rec = bound.get(k)
-                ptr = pointer(x) if rec is not None else None
-                if ptr is None:
-                    return False
-                rec.obj, rec.ptr = x, ptr
-            return True
         new = []
         for k, x in epilog_inputs.items():
             rec = bound.get(k)
