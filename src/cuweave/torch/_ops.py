@@ -107,20 +107,19 @@ def _row_bias(bias):
 def _linear_impl(x, weight, bias, activation):
     if activation == "none":
         return _linear_plain(x, weight, bias), x.new_empty(0)
-    act = activation
-    epilog = _FORWARD[act, bias is not None]
+    epilog = _FORWARD[activation, bias is not None]
     if bias is None:  # y.T = weight @ x.T: the aux frame of the bias case, a row-major y
         yt, aux = _engine.run(weight, x.t(), epilog)
-        return yt.t(), aux[_AUX[act]]
+        return yt.t(), aux[_AUX[activation]]
     y, aux = _engine.run(x, weight.t(), epilog, _row_bias(bias))
-    return y, aux[_AUX[act]]
+    return y, aux[_AUX[activation]]
 
 
 def _linear_plain(x, weight, bias):
     """``x @ weight.T + bias`` (no activation: no aux output)."""
     if bias is None:
-        return _engine.run(x, weight.t(), "default")
-    return _engine.run(x, weight.t(), "bias", _row_bias(bias))
+        return _engine.run(x, weight.t(), _FORWARD[None, False])
+    return _engine.run(x, weight.t(), _FORWARD[None, True], _row_bias(bias))
 
 
 @torch.library.custom_op("cuweave::linear", mutates_args=())
