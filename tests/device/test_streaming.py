@@ -97,9 +97,9 @@ def test_stored_value_is_converted_to_the_element_type(sm90):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("stcs(y, 0, ldcs(x.view(float64x4_type), 0))", "wider than one 16-byte access"),
-    ("stcs(y, 0, ldcs(x, (0, 0)))", "2 indices for a 1-d array"),
-    ("stcs(y, 0, ldcs(x, 0.5))", "not a valid index"),
+    ("stcs(y, 0, ldcs(x.view(float64x4_type), 0))", "must fit one 16-byte access"),
+    ("stcs(y, 0, ldcs(x, (0, 0)))", "index must have 1 integer.*got 2"),
+    ("stcs(y, 0, ldcs(x, 0.5))", "index must be an integer or a tuple of integers"),
 ])
 def test_rejected_uses(sm90, body, message):
     from numba.core.errors import TypingError

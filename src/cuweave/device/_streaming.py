@@ -54,13 +54,20 @@ def _check(name, array, index):
     """An array and an integer index, or a tuple of integers (of any mix of widths; numba's
     ``ldcs`` takes only tuples of one integer type) with one per dimension."""
     if not isinstance(array, types.Array):
-        raise NumbaTypeError(f"{name} operates on arrays, got {array}")
+        raise NumbaTypeError(f"{name}: array must be an array, got {array}")
     ints = ([index] if isinstance(index, types.Integer) else
             list(index) if isinstance(index, types.BaseTuple) else [None])
     if not all(isinstance(i, types.Integer) for i in ints):
-        raise NumbaTypeError(f"{name}: {index} is not a valid index")
+        raise NumbaTypeError(
+            f"{name}: index must be an integer or a tuple of integers, got {index}")
     if len(ints) != array.ndim:
-        raise NumbaTypeError(f"{name}: {len(ints)} indices for a {array.ndim}-d array")
+        raise NumbaTypeError(f"{name}: index must have {array.ndim} integer(s) for a "
+                             f"{array.ndim}-d array, got {len(ints)}")
+
+
+def _element_error(dtype) -> NumbaTypeError:
+    return NumbaTypeError(f"ldcs/stcs: the array's elements must be integers, floats, complex "
+                          f"numbers or cuweave vector types, got {dtype}")
 
 
 class _Lanes:
@@ -76,7 +83,7 @@ class _Lanes:
         elif isinstance(dtype, (types.Integer, types.Float)):
             scalar, self.count = dtype, 1
         else:
-            raise NumbaTypeError(f"ldcs/stcs: unsupported element type {dtype}")
+            raise _element_error(dtype)
         if scalar == types.float32:
             self.ptx, self.llvm, self.letter = "f32", _F32, "f"
         elif scalar == types.float64:
@@ -88,9 +95,10 @@ class _Lanes:
             self.ptx, self.llvm, self.letter = "b32", ir.IntType(32), "r"
             self.count = dtype.bitwidth // 32
         else:
-            raise NumbaTypeError(f"ldcs/stcs: unsupported element type {dtype}")
+            raise _element_error(dtype)
         if dtype.bitwidth > 128 or self.count not in (1, 2, 4):
-            raise NumbaTypeError(f"ldcs/stcs: {dtype} is wider than one 16-byte access")
+            raise NumbaTypeError(
+                f"ldcs/stcs: the array's elements must fit one 16-byte access, got {dtype}")
 
     def operands(self, first: int) -> str:
         names = ", ".join(f"${first + i}" for i in range(self.count))
@@ -147,7 +155,7 @@ def _stcs(typingctx, array, index, value):
     _check("stcs", array, index)
     lanes = _Lanes(array.dtype)
     if value != array.dtype and typingctx.can_convert(value, array.dtype) is None:
-        raise NumbaTypeError(f"stcs: cannot store a {value} into an array of {array.dtype}")
+        raise NumbaTypeError(f"stcs: value must convert to the array's {array.dtype}, got {value}")
 
     def codegen(context, builder, sig, args):
         array_type, index_type, value_type = sig.args
