@@ -34,18 +34,29 @@ def _kernel(mm, batched: bool):
 
 def _run(kernel, pipeline, grid, alpha, beta, c_d):
     """Launch as the examples do: the dynamic shared-memory limit raised to buffer_size."""
-    import numba
+    from numba import cuda
+
+    args = (alpha, beta, c_d, pipeline)
+    # the overload the launch will pick: typed as numba.cuda types launch arguments
+    compiled = kernel.compile(tuple(kernel.typeof_pyval(x) for x in args))
+    _raise_dynamic_smem_limit(compiled.library.get_cufunc().handle, pipeline.buffer_size)
+    kernel[grid, pipeline.block_dim, 0, pipeline.buffer_size](*args)
+    cuda.synchronize()
+    return c_d.copy_to_host()
+
+
+def _raise_dynamic_smem_limit(handle, nbytes):
+    """numba-cuda 0.30 launches a ``CUkernel`` (library kernel): its attributes are set with
+    ``cuKernelSetAttribute`` per device; ``cuFuncSetAttribute`` on it does not reach launches."""
     from cuda.bindings import driver
     from numba import cuda
 
-    argtys = tuple(numba.typeof(x) for x in (alpha, beta, c_d, pipeline))
-    fn = kernel.compile(argtys).library.get_cufunc()
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    handle = getattr(fn.handle, "value", None) or int(fn.handle)  # numba-cuda 0.30: a CUkernel
-    driver.cuFuncSetAttribute(handle, attr, pipeline.buffer_size)
-    kernel[grid, pipeline.block_dim, 0, pipeline.buffer_size](alpha, beta, c_d, pipeline)
-    cuda.synchronize()
-    return c_d.copy_to_host()
+    if isinstance(handle, driver.CUkernel):
+        err, = driver.cuKernelSetAttribute(attr, nbytes, handle, cuda.get_current_device().id)
+    else:
+        err, = driver.cuFuncSetAttribute(handle, attr, nbytes)
+    assert err == driver.CUresult.CUDA_SUCCESS, err
 
 
 def _rel(x, ref):

@@ -505,3 +505,55 @@ def test_fp4_operands_name_the_gpu_they_need():
     with pytest.raises(ValueError, match=r"^a dtype must be one of .* packed FP4 \(NVFP4\) "
                                          r"operands need block-scaled matmuls"):
         matmul(a, a, **CPU)
+
+
+# ---- 16-bit operands with a float32 result (cuBLASLt: A/B 16F or 16BF, C/D 32F, COMPUTE_32F;
+# nvmath-python takes the result type from options.result_type, else from c) ------------------
+@pytest.mark.parametrize("ab", ["float16", "bfloat16"])
+def test_half_operands_float32_result(ab):
+    from cuweave._internal.dtypes import numpy_dtype, to_float32
+
+    rng = np.random.default_rng(41)
+    a, b = rand(rng, (24, 40)).astype(numpy_dtype(ab)), rand(rng, (40, 16)).astype(numpy_dtype(ab))
+    c, bias = rand(rng, (24, 16)), rand(rng, (24,))
+    a64, b64 = to_float32(a, ab).astype(np.float64), to_float32(b, ab).astype(np.float64)
+    got = matmul(a, b, c, alpha=2.0, beta=0.5, **CPU)  # the result type from c
+    assert got.dtype == np.float32 and rel_l2(got, 2.0 * a64 @ b64 + 0.5 * c) < 1e-6
+    got = matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias},
+                 options={"result_type": "float32"}, **CPU)  # bias: the result's type
+    assert got.dtype == np.float32
+    assert rel_l2(got, np.maximum(a64 @ b64 + bias[:, None], 0)) < 1e-6
+    c0 = c.copy()
+    with Matmul(a, b, c, beta=1.0, options={"inplace": True}, **CPU) as mm:
+        mm.plan()
+        assert mm.execute() is c
+    assert rel_l2(c, a64 @ b64 + c0) < 1e-6  # written into the float32 c
+
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    (dict(c="float64"), InvalidOperandError,
+     r"^c dtype must be one of \['float16', 'float32'\] for float16 operands, got 'float64'"),
+    (dict(c="float16", result_type="float32"), InvalidOperandError,
+     r"^c dtype must be the result type \('float32'\) for float16 operands, got 'float16'"),
+    (dict(result_type="float64"), InvalidOptionError,
+     r"^result_type must be None or one of \['float16', 'float32'\] for float16 operands, "
+     r"got 'float64'"),
+    (dict(result_type="float32", compute_type="COMPUTE_16F"), InvalidOptionError,
+     r"^compute_type must be COMPUTE_32F or COMPUTE_32F_PEDANTIC for float16 operands with a "
+     r"float32 result, got COMPUTE_16F"),
+    (dict(c="float16", ab="float32"), InvalidOperandError,
+     r"^c dtype must be one of \['float32'\] for float32 operands, got 'float16'"),
+])
+def test_result_type_errors(kw, exc, msg):
+    from cuweave.linalg.advanced import MatmulComputeType
+
+    ab = kw.get("ab", "float16")
+    a = np.ones((8, 8), ab)
+    c = np.ones((8, 8), kw["c"]) if "c" in kw else None
+    options = {k: v for k, v in (("result_type", kw.get("result_type")),
+                                 ("compute_type", getattr(MatmulComputeType,
+                                                          kw.get("compute_type", ""), None)))
+               if v is not None}
+    with pytest.raises(exc, match=msg) as info:
+        matmul(a, a, c, beta=1.0 if c is not None else None, options=options or None, **CPU)
+    assert isinstance(info.value, ValueError)

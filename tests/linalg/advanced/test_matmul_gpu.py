@@ -272,3 +272,21 @@ def test_bad_inputs_on_gpu():
         matmul(a, a, epilog="bias", epilog_inputs={"bias": t.randn(5, device="cuda")})
     with pytest.raises(InvalidOperandError, match="relu_aux"):
         matmul(a, a, epilog="drelu")
+
+
+@pytest.mark.parametrize("ab", ["float16", "bfloat16"])
+def test_half_operands_float32_result(ab):
+    """cuBLASLt's 16F/16BF A/B with 32F C/D (nvmath-python: the result type from c, else from
+    options.result_type), with a float32 bias."""
+    t = torch()
+    rng = np.random.default_rng(12)
+    a, b = tt(rng.standard_normal((96, 64)), ab), tt(rng.standard_normal((64, 80)), ab)
+    c = tt(rng.standard_normal((96, 80)), "float32")
+    bias = tt(rng.standard_normal((96, 1)), "float32")
+    ref = host64(a.float()) @ host64(b.float())
+    r = matmul(a, b, c, alpha=2.0, beta=0.5)
+    assert r.dtype == t.float32 and rel_err(host64(r), 2.0 * ref + 0.5 * host64(c)) < 1e-5
+    r = matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias},
+               options={"result_type": "float32"})
+    assert r.dtype == t.float32
+    assert rel_err(host64(r), np.maximum(ref + host64(bias), 0)) < 1e-5

@@ -24,6 +24,11 @@ ALLOWED = {
 }
 
 
+#: results wider than the operands (cuBLASLt's table: 16-bit A/B with 32F C/D, COMPUTE_32F);
+#: nvmath-python takes the result type from ``options.result_type``, else from ``c``
+WIDER_RESULT = {"float16": ("float16", "float32"), "bfloat16": ("bfloat16", "float32")}
+
+
 def _scale_for(ct: ComputeType, complex_: bool) -> CudaDataType:
     if ct in (_CT.COMPUTE_16F, _CT.COMPUTE_16F_PEDANTIC):
         return CudaDataType.CUDA_R_16F
@@ -56,13 +61,16 @@ def resolve_types(a: str, b: str, c: str | None, options) -> dict:
                 f"c dtype must be float16, bfloat16 or float32 for fp8 operands, got {c!r}")
         c_layout = c or ("float16" if d in FP8 else d)
     else:
-        if options.result_type not in (None, a):
+        results = WIDER_RESULT.get(a, (a,))
+        if options.result_type not in (None, *results):
             raise InvalidOptionError(
-                f"result_type must be None (or {a!r}) for non-fp8 operands, got "
+                f"result_type must be None or one of {list(results)} for {a} operands, got "
                 f"{options.result_type!r}")
-        if c is not None and c != a:
-            raise InvalidOperandError(f"c dtype must equal a's ({a!r}), got {c!r}")
-        d = c_layout = a
+        d = options.result_type or c or a
+        if c is not None and (c != d or c not in results):
+            want = f"the result type ({d!r})" if options.result_type else f"one of {list(results)}"
+            raise InvalidOperandError(f"c dtype must be {want} for {a} operands, got {c!r}")
+        c_layout = d
     complex_ = a.startswith("complex")
     ct = options.compute_type
     if ct is None:
@@ -71,6 +79,10 @@ def resolve_types(a: str, b: str, c: str | None, options) -> dict:
         ok = sorted(c.name for c, dts in ALLOWED.items() if a in dts)
         raise InvalidOptionError(
             f"compute_type must be one of {ok} for {a} operands, got {ct.name}")
+    if d != a and not fp8 and ct not in (_CT.COMPUTE_32F, _CT.COMPUTE_32F_PEDANTIC):
+        raise InvalidOptionError(
+            f"compute_type must be COMPUTE_32F or COMPUTE_32F_PEDANTIC for {a} operands with a "
+            f"{d} result, got {ct.name}")
     scale = _scale_for(ct, complex_)
     if options.scale_type is not None and options.scale_type != scale:
         raise InvalidOptionError(
