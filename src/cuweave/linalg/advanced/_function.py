@@ -89,8 +89,11 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         # of torch/CuPy device arrays read off the arrays by their adapters' probes (what _key
         # holds, pointers by alignment), None for anything else; epilog is hashable here
         cls = type(a)
-        probe = PAIR_PROBERS.get(cls) if type(b) is cls else None
-        found = (probe or pair_prober(cls, type(b)))(a, b, epilog)
+        try:  # known by the type (arrays of one type) or the pair of types: one subscript
+            probe = PAIR_PROBERS[cls if type(b) is cls else (cls, type(b))]
+        except KeyError:
+            probe = pair_prober(cls, type(b))
+        found = probe(a, b, epilog)
         if found is not None:
             key, pa, pb = found
             mm = plan_cache.pop(key)
