@@ -62,9 +62,11 @@ def probe_torch_pair(a, b, extra):
     try:
         da, db = a.get_device(), b.get_device()  # -1 on the CPU
         ta, tb = a.dtype, b.dtype
-        # the conjugate bit is asked of complex tensors only (a real value is its conjugate)
+        # the conjugate bits are asked where a tensor is complex (a real tensor never has
+        # one); one dtype test where both tensors have the same type
         if da < 0 or db < 0 or a.is_neg() or b.is_neg() or (
-                ta.is_complex and a.is_conj()) or (tb.is_complex and b.is_conj()):
+                (ta.is_complex or tb is not ta and tb.is_complex)
+                and (a.is_conj() or b.is_conj())):
             return None
         pa, pb = a.data_ptr(), b.data_ptr()
         return ("torch", ta, a.shape, a.stride(), da, ALIGNMENT[pa & 255], tb,

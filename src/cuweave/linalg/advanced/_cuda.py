@@ -112,7 +112,7 @@ class CudaEngine:
         self._stager = shared_stager() if host else None
         self._fn = _raw_matmul_function()
         # the ctypes arguments of cublasLtMatmul, made once: plans fill them (_build_args) and
-        # each run patches the operand pointers and the stream of these same objects
+        # each run patches the operand pointers (the stream when it changes) of these objects
         vp = ctypes.c_void_p
         self._ptrs = [vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(),
                       None, vp(), ctypes.c_size_t(), vp()]
@@ -306,14 +306,18 @@ class CudaEngine:
 
     def _make_call(self):
         """The engine's one ``cublasLtMatmul`` call, over its argument objects: the four
-        operand pointers and the stream patched, the pre-built tuple passed as is (no
+        operand pointers patched, the stream where it changed, the pre-built tuple passed as is (no
         conversion of Python values, no attribute chain) unless another algorithm is asked for
         or the workspace was released."""
         ptrs, fn, eng = self._ptrs, self._fn, self
         pa, pb, pc, pd, ps = ptrs[_A], ptrs[_B], ptrs[_C], ptrs[_D], ptrs[_STREAM]
+        held = None  # the stream ps holds (written here only): patched when it changes
 
         def call(a, b, c, d, algorithm, stream) -> None:
-            pa.value, pb.value, pc.value, pd.value, ps.value = a, b, c, d, stream
+            nonlocal held
+            pa.value, pb.value, pc.value, pd.value = a, b, c, d
+            if stream != held:
+                ps.value = held = stream
             if algorithm is None and eng.has_workspace:
                 status = fn(*eng.args)
             else:
