@@ -200,6 +200,21 @@ def test_function_form_resets_the_stream_each_call(gpu):
     assert gpu.waits == [(0x5000, 0), (0, 0x5000)]
 
 
+def test_function_form_hit_on_a_given_stream(gpu):
+    a, b = gpu.tensor(16, 16), gpu.tensor(16, 16)
+    matmul(a, b)
+    matmul(a, b, stream=0x5000)  # a hit: the cached plan's run on the given stream
+    matmul(a, b)
+    assert (plan_cache.misses, plan_cache.hits) == (1, 2)
+    assert [c[15] for c in gpu.matmul_calls] == [0, 0x5000, 0]
+    # ordered on an event recorded when the second call ended (0x5000 may be gone by now)
+    assert gpu.waits == [(0x5000, 0), (0, 0x5000)]
+    with pytest.raises(InvalidOptionError):  # before any work; the plan goes back
+        matmul(a, b, stream=-1)
+    matmul(a, b)
+    assert (plan_cache.misses, plan_cache.hits, len(gpu.matmul_calls)) == (1, 4, 4)
+
+
 def test_function_form_plans_again_for_a_less_aligned_operand(gpu):
     b = gpu.tensor(32, 32, dtype="float16")
     matmul(gpu.tensor(32, 32, dtype="float16"), b)

@@ -103,21 +103,26 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
                              stream, key, True)
             spare = mm._spare_ops  # (records by name, record of a, record of b)
             lean = mm._fast_run
-            if spare is None or lean is None or stream is not None:
+            if spare is None or lean is None:
                 return _run_cached(mm, found, a, b, alpha, stream)
             # the key fixes the layouts and nothing else is bound: the planned records take
-            # the tensors and the probed pointers (nothing wrapped), and the lean run runs
+            # the tensors and the probed pointers (nothing wrapped), and the lean run runs, on
+            # a given stream resolved first (an event then stands for it, as release_operands
+            # records one)
             ops, oa, ob = spare
             oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
             if alpha is None:
                 alpha = 1.0
-            if alpha != mm._alpha:
-                mm.alpha = alpha
-            mm._ops = ops
             try:
-                return lean(mm)
+                s = None if stream is None else mm._resolve_stream(stream)
+                if alpha != mm._alpha:
+                    mm.alpha = alpha
+                mm._ops = ops
+                return lean(mm, s)
             finally:
                 mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
+                if stream is not None:
+                    mm._engine.res.mark()
                 plan_cache.put(key, mm, mm._engine.workspace_size)
     return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
                  options, preferences, algorithm, execution, stream, None, False)
@@ -188,9 +193,9 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
 
 def _run_cached(mm, found, a, b, alpha, stream):
     """Execute the cached plan ``mm`` for ``a`` and ``b`` (``found``: their probed key and
-    pointers) where the lean run does not apply (optional steps, a given stream): the plan's
-    operand records get the tensors (wrapped once if it was planned by a call that could not
-    use the key), then the rebind and execute."""
+    pointers) where the lean run does not apply (optional steps) or the plan has no operand
+    records yet: the plan's operand records get the tensors (wrapped once if it was planned by
+    a call that could not use the key), then the rebind and execute."""
     key, pa, pb = found
     spare = mm._spare_ops  # (records by name, record of a, record of b)
     if spare is None:
