@@ -62,9 +62,23 @@ def test_planned_execute_passes_current_pointers(gpu):
     # row-major result: lt A is the user's b, lt B the user's a (swap); C and D are the result
     assert (c1[3], c1[5], c1[8], c1[10]) == (b.data_ptr(), a.data_ptr(), d1.data_ptr(),
                                              d1.data_ptr())
-    assert (c2[3], c2[5], c2[10]) == (b.data_ptr(), a2.data_ptr(), d2.data_ptr())
+    assert (c2[3], c2[5], c2[8], c2[10]) == (b.data_ptr(), a2.data_ptr(), d2.data_ptr(),
+                                             d2.data_ptr())
     assert d2.shape == (64, 16)
     mm.free()
+
+
+def test_c_given_is_passed_as_c_not_d(gpu):
+    a, b, c = gpu.tensor(64, 32), gpu.tensor(32, 16), gpu.tensor(64, 16)
+    with Matmul(a, b, c, beta=1.0) as mm:
+        mm.plan()
+        d = mm.execute()
+        c2 = gpu.tensor(64, 16)
+        mm.reset_operands(c=c2)
+        d2 = mm.execute()
+    (c1, cc2) = gpu.matmul_calls
+    assert (c1[8], c1[10]) == (c.data_ptr(), d.data_ptr()) and c.data_ptr() != d.data_ptr()
+    assert (cc2[8], cc2[10]) == (c2.data_ptr(), d2.data_ptr())
 
 
 def test_alpha_beta_are_written_on_reset_only(gpu):

@@ -117,6 +117,9 @@ class CudaEngine:
         self._ptrs = [vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(), vp(),
                       None, vp(), ctypes.c_size_t(), vp()]
         self.alpha_buf = self.beta_buf = None
+        #: C is D (no c, a C layout of D's type): every run passes D's pointer as C, so the
+        #: argument tuple holds D's object at C's place and a run patches it once
+        self.c_is_d = False
         self.args = None  # the argument tuple of the plan's first algorithm (None: unplanned)
         #: ``call(a, b, c, d, algorithm, stream)``: one cublasLtMatmul (see _make_call)
         self.call = self._make_call()
@@ -162,9 +165,9 @@ class CudaEngine:
         self.la = self._layout(types["a"], p.a, count)
         self.lb = self._layout(types["b"], p.b, count)
         self.ld = self._layout(d_type, p.d, count)
-        self.lc = self._layout(types["c_layout"], p.c, count) if p.c is not None else (
-            self._layout(types["c_layout"], p.d, count) if types["c_layout"] != d_type
-            else self.ld)
+        self.c_is_d = p.c is None and types["c_layout"] == d_type
+        self.lc = self.ld if self.c_is_d else self._layout(
+            types["c_layout"], p.d if p.c is None else p.c, count)
         if algorithms is None:
             algorithms = self._heuristics(prefs)
         else:
@@ -297,7 +300,10 @@ class CudaEngine:
         # by reference: an algorithm's configuration changed later is what the next run uses
         self._algo_ref = ptrs[_ALGO] = algorithm.ref()
         self._keep_algo = algorithm
-        self.args = tuple(ptrs)
+        args = list(ptrs)
+        if self.c_is_d:
+            args[_C] = ptrs[_D]
+        self.args = tuple(args)
 
     def run(self, a, b, c, d, algorithm, stream) -> None:
         """One ``cublasLtMatmul`` with the pre-built arguments (pointers patched): :attr:`call`
@@ -305,17 +311,19 @@ class CudaEngine:
         self.call(a, b, c, d, algorithm, stream)
 
     def _make_call(self):
-        """The engine's one ``cublasLtMatmul`` call, over its argument objects: the four
-        operand pointers patched, the stream where it changed, the pre-built tuple passed as is (no
-        conversion of Python values, no attribute chain) unless another algorithm is asked for
-        or the workspace was released."""
+        """The engine's one ``cublasLtMatmul`` call, over its argument objects: the operand
+        pointers patched (C's only where it is not D), the stream where it changed, the
+        pre-built tuple passed as is (no conversion of Python values, no attribute chain)
+        unless another algorithm is asked for or the workspace was released."""
         ptrs, fn, eng = self._ptrs, self._fn, self
         pa, pb, pc, pd, ps = ptrs[_A], ptrs[_B], ptrs[_C], ptrs[_D], ptrs[_STREAM]
         held = None  # the stream ps holds (written here only): patched when it changes
 
         def call(a, b, c, d, algorithm, stream) -> None:
             nonlocal held
-            pa.value, pb.value, pc.value, pd.value = a, b, c, d
+            pa.value, pb.value, pd.value = a, b, d
+            if not eng.c_is_d:
+                pc.value = c
             if stream != held:
                 ps.value = held = stream
             if algorithm is None and eng.has_workspace:

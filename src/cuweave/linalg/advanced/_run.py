@@ -19,8 +19,8 @@ finish                 download (host operands), synchronize (``blocking=True``)
 
 A step that does not apply costs one test of a constant: the common run (device operands, the
 current stream, no aux outputs) is the raw ``cublasLtMatmul`` call plus the stream query, the
-result allocation and four pointer patches. ``tune`` (autotuning) receives the bound pointers
-instead of the call.
+result allocation and three pointer patches (four where C is not D). ``tune`` (autotuning)
+receives the bound pointers instead of the call.
 """
 
 from __future__ import annotations
