@@ -77,8 +77,12 @@ def install(mp, pkg: str, noop) -> None:
             pass
 
     handles = iter(range(0x1000, 1 << 30, 0x10))
-    for name in ("matmul_desc_create", "matrix_layout_create", "preference_create"):
+    for name in ("matrix_layout_create", "preference_create"):
         mp.setattr(lt, name, lambda *a, **k: next(handles))
+    # descriptors are multiples of 2**32: the stubbed untyped setter's status is labs(desc)
+    # read as a C int, i.e. 0
+    descs = iter(range(1 << 32, 1 << 62, 1 << 32))
+    mp.setattr(lt, "matmul_desc_create", lambda *a, **k: next(descs))
     mp.setattr(lt, "create", lambda: 0)  # labs(handle) is the status of the stubbed call: 0
     for name in ("matrix_layout_set_attribute", "matrix_layout_destroy", "matmul_desc_destroy",
                  "preference_destroy", "preference_set_attribute", "matmul_desc_set_attribute"):
@@ -92,6 +96,7 @@ def install(mp, pkg: str, noop) -> None:
 
     mp.setattr(lt, "algo_get_heuristic", heuristic)
     mp.setattr(_cuda, "_raw_matmul_function", lambda: noop)
+    mp.setattr(_cuda, "_raw_desc_set_function", lambda: noop, raising=False)  # older trees
     mp.setattr(_cuda, "_handles", {})
     mp.setattr(_cuda, "allocate", Mem)
     mp.setattr(resources, "allocate", Mem)

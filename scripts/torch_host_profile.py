@@ -48,6 +48,7 @@ def stub_gpu(device: str):
 
     from cuweave._bindings import cublaslt as lt
     from cuweave._internal import packages
+    from cuweave.linalg.advanced import _cuda
 
     mp = pytest.MonkeyPatch()
     noop = ctypes.CDLL(None)["labs"]  # ignores the extra arguments (caller-cleaned C ABI)
@@ -67,6 +68,9 @@ def stub_gpu(device: str):
     install(mp, "cuweave", noop)
     for name, fn in real.items():
         mp.setattr(lt, name, fn)
+    if real:
+        mp.setattr(_cuda, "_raw_desc_set_function", lambda: lt.bare(
+            "cublasLtMatmulDescSetAttribute"))
     mp.setattr(packages.ADAPTERS["torch"], "device_type", device)
     if device == "meta":
         autocast = torch.is_autocast_enabled  # meta has no autocast state: ask CUDA's

@@ -204,6 +204,13 @@ class FakeGPU:
 
         return fn
 
+    def _desc_set(self, desc, attr, ref, size):
+        """The untyped ``cublasLtMatmulDescSetAttribute`` of pointer attributes (a ``byref``
+        of one ``c_void_p``), recorded as the typed setter's calls are."""
+        assert as_int(size) == ctypes.sizeof(ctypes.c_void_p)
+        self.set_calls.append((as_int(desc), as_int(attr), as_int(ref._obj)))
+        return 0
+
     def install(self, mp) -> FakeGPU:
         handles = itertools.count(0x1000, 0x10)
         mp.setitem(sys.modules, "torch", self.torch)
@@ -227,6 +234,7 @@ class FakeGPU:
 
         mp.setattr(lt, "algo_get_heuristic", heuristic)
         mp.setattr(_cuda, "_raw_matmul_function", self._matmul_fn)
+        mp.setattr(_cuda, "_raw_desc_set_function", lambda: self._desc_set)
         mp.setattr(_cuda, "_handles", {})
         mp.setattr(_cuda, "allocate", self._alloc)
         mp.setattr(resources, "allocate", self._alloc)

@@ -795,10 +795,22 @@ def test_pointer_setter_writes_the_descriptor_through_the_library():
         lt.matmul_desc_destroy(desc)
 
 
-def test_pointer_setter_calls_a_replaced_typed_setter(monkeypatch):
+def test_pointer_setter_patches_one_prebuilt_buffer(monkeypatch):
+    """The setter calls the untyped entry point with the descriptor, the attribute and a
+    reference to one 8-byte buffer holding the pointer; ctypes objects are built once."""
     calls = []
-    monkeypatch.setattr(lt, "matmul_desc_set_attribute",
-                        lambda desc, attr, value: calls.append((desc, attr, value.value)))
+
+    def raw(desc, attr, ref, size):
+        calls.append((desc, attr, ref._obj, size.value, ref._obj.value))
+        return 0
+
+    monkeypatch.setattr(_cuda, "_raw_desc_set_function", lambda: raw)
     set_ = _cuda._pointer_setter(0x1000)
     assert set_(lt.MatmulDescAttribute.BIAS_POINTER, 0x2000) == 0
-    assert calls == [(0x1000, lt.MatmulDescAttribute.BIAS_POINTER, 0x2000)]
+    assert set_(lt.MatmulDescAttribute.BIAS_POINTER, 0x3000) == 0
+    assert set_(lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER, 0) == 0
+    (d0, a0, b0, n0, v0), (d1, a1, b1, _, v1), (d2, a2, b2, _, v2) = calls
+    assert d0.value == 0x1000 and d1 is d0 and d2 is d0 and n0 == 8
+    assert a0.value == int(lt.MatmulDescAttribute.BIAS_POINTER) and a1 is a0
+    assert a2.value == int(lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER)
+    assert b1 is b0 and b2 is b0 and (v0, v1, v2) == (0x2000, 0x3000, None)

@@ -63,19 +63,16 @@ def _raw_matmul_function():
     return lt.bare("cublasLtMatmul")
 
 
-#: the binding's own typed setter (tests and profiles replace it with stubs)
-_TYPED_SET = lt.matmul_desc_set_attribute
+def _raw_desc_set_function():
+    """``cublasLtMatmulDescSetAttribute`` without ``argtypes`` (pre-built ctypes arguments)."""
+    return lt.bare("cublasLtMatmulDescSetAttribute")
 
 
 def _pointer_setter(desc: int):
     """``set(attr, ptr) -> status`` of a pointer attribute of ``desc``: the untyped
     ``cublasLtMatmulDescSetAttribute`` on pre-built ctypes arguments (one 8-byte buffer
-    patched per call; ~0.4 µs against the typed binding's ~1.35 µs), or the typed binding
-    where it was replaced (stubs record its calls)."""
-    typed = lt.matmul_desc_set_attribute
-    if typed is not _TYPED_SET:
-        return lambda attr, ptr: typed(desc, attr, ctypes.c_void_p(ptr)) or 0
-    fn = lt.bare("cublasLtMatmulDescSetAttribute")
+    patched per call; ~0.4 µs against the typed binding's ~1.35 µs)."""
+    fn = _raw_desc_set_function()
     buf, d, size, attrs = ctypes.c_void_p(), ctypes.c_void_p(desc), ctypes.c_size_t(8), {}
     ref = ctypes.byref(buf)
 
