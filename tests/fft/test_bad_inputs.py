@@ -32,7 +32,7 @@ ENTRY_POINTS = {
     "fft": (lambda **kw: F.fft(X, **kw),
             ("axes", "direction", "options", "execution", "prolog", "epilog", "stream", "norm")),
     "ifft": (lambda **kw: F.ifft(X, **kw),
-             ("axes", "options", "execution", "prolog", "epilog", "norm")),
+             ("axes", "direction", "options", "execution", "prolog", "epilog", "norm")),
     "rfft": (lambda **kw: F.rfft(R, **kw),
              ("axes", "options", "execution", "prolog", "epilog", "norm")),
     "irfft": (lambda **kw: F.irfft(X, **kw),

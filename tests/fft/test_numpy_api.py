@@ -98,9 +98,11 @@ def test_top_level_names_are_the_numpy_ones():
                  "hfft", "ihfft"):
         assert getattr(F, name) is getattr(cfft, name)
         assert name in F.__all__
-    # nvmath-python's forms keep their meaning: R2C for real input, no scaling
+    # nvmath-python's forms keep their meaning: C2C of complex input only, no scaling
     x = rng_array((8,), "float64")
-    assert F.fft(x).shape == (5,)
+    with pytest.raises(ValueError, match="complex"):
+        F.fft(x)
+    assert F.rfft(x).shape == (5,)
     assert cfft.fft(x).shape == (8,)
     np.testing.assert_allclose(F.ifft(F.fft(x + 0j)), 8 * x, atol=1e-12)
 

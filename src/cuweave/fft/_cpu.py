@@ -57,12 +57,22 @@ class CpuPlan:
         of MKL; no process-wide setting changes).
     dtype : str
         Canonical dtype of the operand.
+    perm : tuple of int or None
+        The result's axis order in memory, outermost first (``None``: C order). The operand is
+        viewed in that order, transformed into a C-ordered array and viewed back, so the
+        result has nvmath-python's strides without a copy.
     """
 
-    __slots__ = ("_forward", "_inverse", "_kwargs", "_mkl", "fft_type")
+    __slots__ = ("_forward", "_inverse", "_kwargs", "_mkl", "fft_type", "_perm", "_inv")
 
-    def __init__(self, fft_type: str, axes, out_lengths, workers: int, dtype: str):
+    def __init__(self, fft_type: str, axes, out_lengths, workers: int, dtype: str,
+                 perm=None):
         sfft = _pocketfft()
+        self._perm = self._inv = None
+        if perm is not None and tuple(perm) != tuple(range(len(perm))):
+            self._perm = tuple(perm)
+            self._inv = tuple(np.argsort(perm).tolist())
+            axes = tuple(self._perm.index(a) for a in axes)
 
         if dtype not in CPU_DTYPES:
             raise InvalidOperandError(
@@ -81,13 +91,24 @@ class CpuPlan:
         self._mkl = None if dfti is None else MklPlan(dfti, fft_type, axes, out_lengths, workers)
 
     @property
+    def perm(self):
+        """The result's axis order in memory (outermost first), or ``None`` for C order."""
+        return self._perm
+
+    @property
     def backend(self) -> str:
         """``'mkl'`` or ``'pocketfft'``: the library this plan runs on (MKL still hands the
         layouts it cannot take to pocketfft)."""
         return "pocketfft" if self._mkl is None else "mkl"
 
     def run(self, x: np.ndarray, direction: FFTDirection, norm: str | None) -> np.ndarray:
-        """Transform the host array ``x`` (never modified); returns a new C-ordered array."""
+        """Transform the host array ``x`` (never modified); returns a new dense array with its
+        axes in ``perm`` order in memory."""
+        if self._perm is not None:
+            return self._run(x.transpose(self._perm), direction, norm).transpose(self._inv)
+        return self._run(x, direction, norm)
+
+    def _run(self, x: np.ndarray, direction: FFTDirection, norm: str | None) -> np.ndarray:
         if self._mkl is not None:
             res = self._mkl.run(x, direction, norm)
             if res is not None:

@@ -37,11 +37,13 @@ def download(op, stream: int) -> np.ndarray:
 
 
 def upload_result(op, res: np.ndarray, out_dtype: str, stream: int, *, inplace: bool,
-                  allocator=None):
-    """``res`` on ``op``'s device: a new array of ``op``'s package, or ``op`` itself."""
+                  allocator=None, perm=None):
+    """``res`` on ``op``'s device: a new array of ``op``'s package (dense, its axes in
+    ``perm`` order in memory, outermost first; ``None``: C order), or ``op`` itself."""
     if not inplace:
-        out = empty(op, res.shape, out_dtype, stream=stream, allocator=allocator)
-        shared_stager().upload(np.ascontiguousarray(res), out.ptr, stream)
+        out = empty(op, res.shape, out_dtype, perm=perm, stream=stream, allocator=allocator)
+        src = res if perm is None else res.transpose(perm)
+        shared_stager().upload(np.ascontiguousarray(src), out.ptr, stream)
         return out.obj
     if op.is_dense():  # in its own memory order, straight into the operand
         order = sorted(range(len(op.shape)), key=lambda a: (op.shape[a] != 1, -op.strides[a]))

@@ -294,6 +294,19 @@ def _expressible(shape, strides, order, batch_order) -> bool:
             and _collapse_batch(shape, strides, batch_order) is not None)
 
 
+def result_perm(shape, strides, axes, fft_type: str, result_layout: str) -> tuple[int, ...]:
+    """The axis order (outermost first) of a dense result as nvmath-python lays it out:
+    ``'natural'`` keeps the operand's order in memory; ``'optimized'`` puts the transformed
+    axes innermost (the same order unless batch and transformed axes interleave)."""
+    ndim = len(shape)
+    if fft_type in ("R2C", "C2R"):
+        order = _stride_order(shape, strides, axes[:-1]) + [axes[-1]]
+    else:
+        order = _stride_order(shape, strides, axes)
+    batch_order = _stride_order(shape, strides, [a for a in range(ndim) if a not in axes])
+    return _result_perm(shape, strides, axes, order, batch_order, result_layout)
+
+
 def _result_perm(shape, strides, axes, order, batch_order, result_layout):
     if result_layout == "natural":
         return tuple(_stride_order(shape, strides, range(len(shape))))

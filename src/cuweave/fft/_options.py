@@ -34,7 +34,8 @@ class FFTOptions:
     fft_type : {None, 'C2C', 'R2C', 'C2R'}
         ``None`` infers it from the operand: complex → ``'C2C'``, real → ``'R2C'``.
     inplace : bool
-        Overwrite the operand with the result (C2C only).
+        Overwrite the operand with the result (C2C only: as nvmath-python, an R2C/C2R
+        transform with ``inplace=True`` is refused when the :class:`FFT` is created).
     last_axis_parity : {'even', 'odd'}
         For C2R: the output length along the last transformed axis is ``2*(m-1)`` (even)
         or ``2*(m-1)+1`` (odd), ``m`` being the input length there.
@@ -67,10 +68,6 @@ class FFTOptions:
                 f"fft_type must be one of {_FFT_TYPES}, got {self.fft_type!r}")
         if not isinstance(self.inplace, bool):
             raise InvalidOptionError(f"inplace must be a bool, got {self.inplace!r}")
-        if self.inplace and self.fft_type in ("R2C", "C2R"):
-            raise InvalidOptionError(
-                f"inplace must be False for fft_type {self.fft_type!r} (in-place is C2C only), "
-                f"got {self.inplace!r}")
         if self.last_axis_parity not in ("even", "odd"):
             raise InvalidOptionError(
                 f"last_axis_parity must be 'even' or 'odd', got {self.last_axis_parity!r}")

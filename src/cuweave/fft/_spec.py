@@ -26,7 +26,8 @@ from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
            "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
-           "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError"]
+           "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError",
+           "check_writeable"]
 
 
 class OperandTypeError(InvalidOperandError, TypeError):
@@ -155,7 +156,7 @@ def coerce_callable(value, name: str) -> DeviceCallable | None:
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"ltoir", "size", "data", "symbol"})
         if unknown:
-            raise InvalidOptionError(
+            raise OptionTypeError(  # a TypeError too, as DeviceCallable(**value) in nvmath
                 f"{name} keys must be among ['data', 'ltoir', 'size', 'symbol'], got {unknown!r}")
         try:
             return DeviceCallable(**value)
@@ -225,6 +226,10 @@ def build_spec(op, axes, options, execution) -> Spec:
         raise InvalidOptionError(
             f"inplace must be False for a {s.fft_type} transform (in-place is C2C only), got True")
     s.out_dtype = result_dtype(op.dtype, s.fft_type)
+    if s.out_dtype == "complex32" and op.package in ("numpy", "cupy"):
+        raise OperandTypeError(  # a TypeError, as nvmath-python raises
+            f"operand dtype must not be float16 for a {op.package} R2C transform ({op.package} "
+            "has no complex32 for the result), got 'float16'; use a torch tensor or float32")
     s.lengths, s.out_shape = fft_lengths(op.shape, s.axes, s.fft_type, options.last_axis_parity)
     if any(n == 0 for n in op.shape):
         raise InvalidOperandError(f"operand must not be empty, got shape {op.shape!r}")
@@ -235,6 +240,7 @@ def build_spec(op, axes, options, execution) -> Spec:
             raise InvalidOperandError(
                 f"operand must be writable for inplace=True (the result is written into it), "
                 f"got an immutable {op.package} array; use inplace=False")
+        check_writeable(op)
         check_no_self_overlap(op, "operand")
     s.layout, s.stage_perm = None, None
     s.to_host = op.device == "cuda" and not s.cuda  # CPU execution of a device operand
@@ -244,6 +250,15 @@ def build_spec(op, axes, options, execution) -> Spec:
             s.dev_strides, s.stage_perm = _staged_layout(s)
         s.layout = _layout_for(s, s.dev_strides)
     return s
+
+
+def check_writeable(op) -> None:
+    """An in-place target must not be a read-only array (NumPy's ``flags.writeable``)."""
+    flags = getattr(op.obj, "flags", None)
+    if flags is not None and getattr(flags, "writeable", True) is False:
+        raise InvalidOperandError(
+            "operand must be writable for inplace=True (the result is written into it), "
+            "got a read-only array; use inplace=False or pass a writable copy")
 
 
 def _dense_as(shape, strides, want) -> bool:

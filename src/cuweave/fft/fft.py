@@ -32,13 +32,14 @@ from .._internal.resources import StreamResources
 from ._cpu import CpuPlan
 from ._cross import check_writable, download, upload_result
 from ._cuda_plan import CudaPlan, estimate_workspace, on_device
-from ._layout import CufftLayout, LayoutPlan, coerce_axes
+from ._layout import CufftLayout, LayoutPlan, coerce_axes, dense_strides, result_perm
 from ._options import NORMS, FFTDirection, FFTOptions
 from ._run import allocate_buffers, build_run
 from ._spec import (
     OperandTypeError,
     build_spec,
     callback_fast_key,
+    check_writeable,
     coerce_callable,
     default_direction,
     execution_space,
@@ -195,6 +196,8 @@ class FFT(StatefulObject):
                 f"{', '.join(diff)}")
         if (op.shape, op.strides) != (s.shape, s.strides):
             self._respecify(op)
+        elif s.inplace:
+            check_writeable(op)
         self._set_operand(op)
         self._set_stream(stream)
 
@@ -215,6 +218,8 @@ class FFT(StatefulObject):
         self._spec = new
         if self._run is not None:
             self._run = build_run(self)
+        if self._cpu_plan is not None and _cpu_perm(new) != _cpu_perm(s):
+            self._cpu_plan = _make_cpu_plan(new)
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
         """Like :meth:`reset_operand` without checks: the caller guarantees the package, dtype
@@ -254,9 +259,8 @@ class FFT(StatefulObject):
         s = self._spec
         if s.cuda:
             return s.out_shape, s.layout.out_strides
-        from ._layout import c_strides
-
-        return s.out_shape, (s.strides if s.inplace else c_strides(s.out_shape))
+        return s.out_shape, (s.strides if s.inplace else dense_strides(s.out_shape,
+                                                                       _cpu_perm(s)))
 
     # ---- keys ------------------------------------------------------------------------------
     def get_key(self, *, prolog=None, epilog=None):
@@ -331,9 +335,7 @@ class FFT(StatefulObject):
             if prolog is not None or epilog is not None:
                 raise InvalidOptionError(
                     "prolog and epilog must be None with CPU execution, got a callback")
-            out_lengths = [spec.out_shape[a] for a in spec.axes]
-            self._cpu_plan = CpuPlan(spec.fft_type, spec.axes, out_lengths,
-                                     spec.space.threads, spec.dtype)
+            self._cpu_plan = _make_cpu_plan(spec)
         else:
             scale = norm_scale(norm, self._plan_direction, spec.n_points)
             self._cuda_plan = CudaPlan(spec, prolog=prolog, epilog=epilog, scale=scale,
@@ -390,7 +392,8 @@ class FFT(StatefulObject):
                 s = self._stream if self._stream is not None else self._resolve(None).ptr
                 res = self._cpu_plan.run(download(self._op, s), d, self._norm)
                 out = upload_result(self._op, res, spec.out_dtype, s, inplace=spec.inplace,
-                                    allocator=self.options.allocator)
+                                    allocator=self.options.allocator,
+                                    perm=self._cpu_plan.perm)
                 if self.options.blocking is True:
                     cuda.synchronize(s)
             deliver = adapter(spec.package).deliver
@@ -426,6 +429,19 @@ class FFT(StatefulObject):
     @property
     def workspace_size(self) -> int:
         return self._cuda_plan.workspace_size if self._cuda_plan is not None else 0
+
+
+def _cpu_perm(spec) -> tuple[int, ...]:
+    """The axis order of a CPU execution's result in memory (nvmath-python's strides)."""
+    return result_perm(spec.shape, spec.strides, spec.axes, spec.fft_type,
+                       spec.options.result_layout)
+
+
+def _make_cpu_plan(spec) -> CpuPlan:
+    out_lengths = [spec.out_shape[a] for a in spec.axes]
+    perm = None if spec.inplace else _cpu_perm(spec)
+    return CpuPlan(spec.fft_type, spec.axes, out_lengths, spec.space.threads, spec.dtype,
+                   perm=perm)
 
 
 def _is_operand(x) -> bool:
@@ -566,6 +582,12 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
             obj.free()
             raise
     else:
+        if obj._spec.inplace:
+            try:
+                check_writeable(op)
+            except BaseException:
+                plan_cache.put(key, obj, obj.workspace_size)
+                raise
         obj._set_operand(op)
     return _execute_and_put_back(obj, key, direction, stream)
 
@@ -580,7 +602,8 @@ def _execute_and_put_back(obj, key, direction, stream):
 
 def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
         epilog=None, stream=None, norm=None):
-    """N-D forward FFT over ``axes`` (C2C for complex operands, R2C for real ones).
+    """N-D forward C2C FFT over ``axes`` of a complex operand (real operands: :func:`rfft`,
+    as nvmath-python, which raises a ``ValueError`` here too).
 
     Parameters
     ----------
@@ -618,21 +641,34 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     >>> bool(np.allclose(z, x, atol=1e-6))
     True
     """
-    return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
-                FFTDirection.FORWARD if direction is None else _parse_direction(direction), None)
+    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm,
+                         FFTDirection.FORWARD if direction is None
+                         else _parse_direction(direction), "fft")
 
 
-def ifft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
-         stream=None, norm=None):
-    """N-D inverse C2C FFT (unnormalized unless ``norm`` says otherwise); see :func:`fft`."""
+def ifft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
+         epilog=None, stream=None, norm=None):
+    """N-D inverse C2C FFT (unnormalized unless ``norm`` says otherwise); see :func:`fft`.
+
+    ``direction`` (default inverse) is accepted as nvmath-python's ``ifft`` accepts it.
+    """
+    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm,
+                         FFTDirection.INVERSE if direction is None
+                         else _parse_direction(direction), "ifft")
+
+
+def _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
+                  name):
+    """:func:`fft` / :func:`ifft`: a C2C transform of a complex operand, or the C2R
+    ``options.fft_type`` asks for."""
     opts = options
     if options is not None:
         opts = coerce_options(options, FFTOptions, "options")
         if opts.fft_type == "R2C":
-            raise InvalidOptionError("options.fft_type must be 'C2C' or 'C2R' for ifft, got "
-                                     "'R2C'")
-    return _call(operand, axes, opts, execution, prolog, epilog, stream, norm,
-                FFTDirection.INVERSE, "C2C" if opts is None or opts.fft_type is None else None)
+            raise InvalidOptionError(f"options.fft_type must be 'C2C' or 'C2R' for {name}, "
+                                     "got 'R2C'")
+    return _call(operand, axes, opts, execution, prolog, epilog, stream, norm, direction,
+                 "C2C" if opts is None or opts.fft_type is None else None)
 
 
 def rfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
@@ -647,7 +683,14 @@ def irfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, e
     """N-D inverse C2R FFT of a complex operand; the input is never overwritten.
 
     The output length along ``axes[-1]`` is ``2*(m-1)`` (``options.last_axis_parity='odd'``:
-    ``2*(m-1)+1``).
+    ``2*(m-1)+1``). As nvmath-python, ``options.fft_type`` is taken as ``'C2R'`` whatever it
+    says (the caller's options object is not modified).
     """
+    if options is not None and options is not C2R_ODD:
+        options = coerce_options(options, FFTOptions, "options")
+        if options.fft_type not in (None, "C2R"):
+            import dataclasses
+
+            options = dataclasses.replace(options, fft_type="C2R")
     return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
                 FFTDirection.INVERSE, "C2R")
