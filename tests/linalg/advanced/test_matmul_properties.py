@@ -151,7 +151,6 @@ def _bad_cases():
         ("a", lambda a, b, c: dict(args=(np.ma.masked_array(a), b))),
         ("c", lambda a, b, c: dict(args=(a, b, np.zeros((3, 3), np.float32)), beta=1.0)),
         ("beta", lambda a, b, c: dict(args=(a, b, c))),                      # c without beta
-        ("c", lambda a, b, c: dict(args=(a, b), beta=1.0)),                  # beta without c
         ("c", lambda a, b, c: dict(args=(a, b, np.broadcast_to(c[:1], c.shape)), beta=1.0,
                                    options={"inplace": True})),
         ("epilog_inputs", lambda a, b, c: dict(args=(a, b), epilog="bias")),
@@ -178,8 +177,6 @@ def _bad_cases():
         ("stream", lambda a, b, c: dict(args=(a, b), stream="s", **CPU)),
         ("stream", lambda a, b, c: dict(args=(a, b), stream=-1, **CPU)),
         ("qualifiers", lambda a, b, c: dict(args=(a, b), qualifiers=[1, 2, 3])),
-        ("quantization_scales", lambda a, b, c: dict(args=(a, b),
-                                                     quantization_scales={"a": 1.0})),
         ("algorithm", lambda a, b, c: dict(args=(a, b), algorithm=0)),
         ("alpha", lambda a, b, c: dict(args=(a, b), alpha=10**400)),
         ("alpha", lambda a, b, c: dict(args=(a, b), alpha=1j)),

@@ -27,6 +27,16 @@ class IncompleteResetError(InvalidStateError, ValueError):
     raises ``ValueError`` there)."""
 
 
+def _check_same_package(ops: dict) -> None:
+    """The operands come from one array package (nvmath-python raises ``TypeError`` there,
+    before looking at where they live)."""
+    first = ops["a"].package
+    for name, op in ops.items():
+        if op.package != first:
+            raise OperandPackageError(f"{name} must come from the same package as a "
+                                      f"({first}), got {op.package}")
+
+
 def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
     conj = [ops["a"].conj, ops["b"].conj]
     if qualifiers is not None:
@@ -52,6 +62,8 @@ def _signature(op) -> tuple:
 def _scalar(value, default, name):
     if value is None:
         return default
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+        value = value.item()  # a 0-d NumPy array or torch tensor, as nvmath-python takes
     if isinstance(value, int | float | complex | np.number) and \
             not isinstance(value, bool | np.bool_):
         try:
@@ -236,6 +248,10 @@ def check_fp8_aux(prefs, spec, types) -> None:
     the heuristic (which otherwise answers INVALID_VALUE)."""
     epilog = prefs.epilog if prefs is not None else None
     aux_type = epilog.aux_type if epilog is not None else None
+    if aux_type is not None and (spec.aux_output == "relu_aux" or spec.bgrad_output):
+        raise InvalidOptionError(  # nvmath-python's rule: these outputs have a fixed type
+            f"preferences.epilog.aux_type must be None for epilog {spec.name} (its "
+            f"{spec.bgrad_output or spec.aux_output} output has a fixed type), got {aux_type!r}")
     narrow = aux_type is not None and str(aux_type).startswith("float8")
     if epilog is not None and epilog.aux_amax and not narrow:
         raise InvalidOptionError(

@@ -23,7 +23,7 @@ from ._checks import (
     split_aux_scale,
 )
 from ._epilogs import epilog_spec, validate_epilog_inputs
-from .matmul import Matmul
+from .matmul import Matmul, _log
 
 __all__ = ["matmul", "plan_cache"]
 
@@ -78,9 +78,11 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     """
     if epilog is not None:  # validated before keying: 2.0 or True must never hit RELU's plan
         epilog = epilog_spec(epilog).epilog
+    elif epilog_inputs is not None:
+        epilog_inputs = _ignored_inputs(epilog_inputs, options)
     if alpha is not None and type(alpha) is not float:  # a cached plan skips the checks
         _scalar(alpha, None, "alpha")
-    if beta is not None and type(beta) is not float:
+    if beta is not None and c is not None and type(beta) is not float:  # no c: ignored
         _scalar(beta, None, "beta")
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
@@ -126,6 +128,17 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
                 plan_cache.put(key, mm, mm._engine.workspace_size)
     return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
                  options, preferences, algorithm, execution, stream, None, False)
+
+
+def _ignored_inputs(epilog_inputs, options):
+    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
+    rule), on the options' logger when one is given."""
+    logger = getattr(options, "logger", None) if not isinstance(options, dict) else \
+        options.get("logger")
+    (logger or _log).warning("Matmul: epilog_inputs %s are ignored since no epilog is given",
+                             sorted(epilog_inputs) if isinstance(epilog_inputs, dict)
+                             else epilog_inputs)
+    return None
 
 
 def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,

@@ -49,6 +49,11 @@ class OptionKeywordError(InvalidOptionError, TypeError):
     dataclass raises, and a typed cuweave error)."""
 
 
+class AllocatorTypeError(InvalidOptionError, TypeError):
+    """``allocator`` does not follow the memory-manager protocol (a ``TypeError``, as in
+    nvmath-python, and a typed cuweave error)."""
+
+
 def _keywords_checked(cls):
     """``cls`` whose constructor names the accepted fields when given an unknown keyword."""
     init = cls.__init__
@@ -88,6 +93,12 @@ _BLOCKING = (True, "auto")
 def _dtype_or_none(value, name):
     if value is None:
         return None
+    if isinstance(value, int) and not isinstance(value, bool | CudaDataType):
+        try:  # a CudaDataType's value, as nvmath-python takes it
+            value = CudaDataType(value)
+        except ValueError:
+            raise InvalidOptionError(f"{name} must be a dtype name or a CudaDataType, got "
+                                     f"{value!r}") from None
     if isinstance(value, CudaDataType):
         from ..._bindings.library_types import DATA_TYPE
 
@@ -175,14 +186,15 @@ class MatmulOptions:
         if self.logger is not None and not isinstance(self.logger, logging.Logger):
             raise InvalidOptionError(f"logger must be a logging.Logger or None, "
                                      f"got {self.logger!r}")
-        if not isinstance(self.memory_limit, str):
-            parse_memory_limit(self.memory_limit)  # validates ints / fractions
-        elif not self.memory_limit.strip().endswith("%"):
-            parse_memory_limit(self.memory_limit)
+        # validates ints, fractions, sizes and percentages (in (0, 100], as nvmath-python)
+        parse_memory_limit(self.memory_limit, total=1 << 40)
         if self.blocking not in _BLOCKING or isinstance(self.blocking, int) and \
                 self.blocking is not True:
             raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
-        check_allocator(self.allocator)
+        try:
+            check_allocator(self.allocator)
+        except InvalidOptionError as e:  # nvmath-python raises TypeError there
+            raise AllocatorTypeError(str(e)) from None
 
 
 @_keywords_checked

@@ -29,6 +29,18 @@ ALLOWED = {
 WIDER_RESULT = {"float16": ("float16", "float32"), "bfloat16": ("bfloat16", "float32")}
 
 
+class _WithoutResultType:
+    """``options`` as read by :func:`resolve_types`, with ``result_type=None``."""
+
+    result_type = None
+
+    def __init__(self, options):
+        self._options = options
+
+    def __getattr__(self, name):
+        return getattr(self._options, name)
+
+
 def _scale_for(ct: ComputeType, complex_: bool) -> CudaDataType:
     if ct in (_CT.COMPUTE_16F, _CT.COMPUTE_16F_PEDANTIC):
         return CudaDataType.CUDA_R_16F
@@ -37,12 +49,19 @@ def _scale_for(ct: ComputeType, complex_: bool) -> CudaDataType:
     return CudaDataType.CUDA_C_32F if complex_ else CudaDataType.CUDA_R_32F
 
 
-def resolve_types(a: str, b: str, c: str | None, options) -> dict:
+def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
     """``{"a","b","c","d","c_layout","compute","scale"}`` for the operands and options.
 
     Raises :class:`InvalidOperandError` for unsupported or mismatched dtypes and
-    :class:`InvalidOptionError` for compute/scale/result types that do not fit them.
+    :class:`InvalidOptionError` for compute/scale/result types that do not fit them. In place,
+    the result is ``c`` itself: ``options.result_type`` is ignored (with a warning on ``log``),
+    as nvmath-python does.
     """
+    if options.inplace and options.result_type is not None:
+        if log is not None:
+            log.warning("Matmul: result_type=%r is ignored since the operation is in place "
+                        "(the result has c's dtype)", options.result_type)
+        options = _WithoutResultType(options)
     for name, dt in (("a", a), ("b", b)):
         if dt not in SUPPORTED:
             raise InvalidOperandError(f"{name} dtype must be one of {list(SUPPORTED)}, got {dt!r}")

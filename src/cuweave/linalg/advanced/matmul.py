@@ -40,6 +40,7 @@ from ._checks import (
     OperandPackageError,
     _check_algorithm,
     _check_lt_layout,
+    _check_same_package,
     _conj_flags,
     _scalar,
     _signature,
@@ -125,6 +126,7 @@ class Matmul(StatefulObject):
         ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
         if c is not None:
             ops["c"] = wrap_operand(c, "c")
+        _check_same_package(ops)
         device, device_id, self._package = check_same_place(ops)
         self._adapter = adapter(self._package)
         #: the adapter's pointer reader of arrays its records hold as they are (the unchecked
@@ -142,13 +144,17 @@ class Matmul(StatefulObject):
         self._device_id = None if self._on_cpu else self._space.device_id
         self._conj = _conj_flags(qualifiers, ops)
         self._types = resolve_types(ops["a"].dtype, ops["b"].dtype,
-                                    ops["c"].dtype if c is not None else None, self.options)
+                                    ops["c"].dtype if c is not None else None, self.options,
+                                    log=self._log)
+        if not self._types["a"].startswith("complex"):
+            self._conj = (False, False)  # conjugating a real operand changes nothing
         if self.options.inplace and c is not None:
             check_inplace_target(ops["c"])
         if c is not None and beta is None:
             raise InvalidOperandError("beta must be given when c is given, got None")
-        if c is None and beta is not None:
-            raise InvalidOperandError(f"c must be given when beta is given (beta={beta!r})")
+        if c is None and beta is not None:  # as nvmath-python: ignored with a warning
+            self._log.warning("Matmul: beta=%r is ignored since c is not given", beta)
+            beta = None
         self._engine = None
         self._alpha = _scalar(alpha, 1.0, "alpha")
         self._beta = _scalar(beta, 0.0, "beta")
@@ -157,11 +163,12 @@ class Matmul(StatefulObject):
                 isinstance(self._beta, complex | np.complexfloating)):
             raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
                                       f"{self.alpha!r}, {self.beta!r}")
+        if quantization_scales is not None and not self._types["fp8"]:  # as nvmath-python
+            self._log.warning("Matmul: quantization_scales=%r are ignored since they only apply "
+                              "to fp8 operands", quantization_scales)
+            quantization_scales = None
         self._scales = coerce_options(quantization_scales, MatmulQuantizationScales,
                                       "quantization_scales")
-        if quantization_scales is not None and not self._types["fp8"]:
-            raise InvalidOptionError("quantization_scales must be None for non-fp8 operands, "
-                                     f"got {quantization_scales!r}")
         self._place = ops["a"].place
         self._scale_ops = self._check_scales(self._scales)
         self._stream = stream
@@ -354,6 +361,13 @@ class Matmul(StatefulObject):
         return wrap_operand(view, "c")
 
     def _reset(self, a, b, c, alpha, beta, scales, epilog_inputs, stream, check):
+        if check:
+            self._require_valid("reset_operands")
+            if self._ops is not None and all(x is None for x in (a, b, c, alpha, beta, scales,
+                                                                 epilog_inputs, stream)):
+                raise InvalidOperandError(  # nvmath-python's rule (EXT: a stream alone counts)
+                    "reset_operands() must be given at least one of a, b, c, alpha, beta, "
+                    "quantization_scales, epilog_inputs or stream, got none")
         new = {name: wrap_operand(x, name) for name, x in (("a", a), ("b", b), ("c", c))
                if x is not None}
         if "c" in new:
@@ -407,9 +421,15 @@ class Matmul(StatefulObject):
                 st[k] = self._stage(k, op)
         if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
             self.alpha = alpha
+        if beta is not None and "c" not in self._signatures:  # as nvmath-python
+            self._log.warning("Matmul: beta=%r is ignored since c is not given", beta)
+            beta = None
         if beta is not None and (check or beta != self._beta):
             self.beta = beta
-        if scales is not None:
+        if scales is not None and not self._types["fp8"]:  # as __init__: ignored
+            self._log.warning("Matmul: quantization_scales=%r are ignored since they only "
+                              "apply to fp8 operands", scales)
+        elif scales is not None:
             sc = coerce_options(scales, MatmulQuantizationScales, "quantization_scales")
             self._scale_ops, self._scales = self._check_scales(sc), sc
         if inputs is not None:
@@ -422,6 +442,7 @@ class Matmul(StatefulObject):
         """Drop references to the operands, the epilog inputs and the stream object
         (``reset_operands`` binds new ones; runs then use the package's current stream unless
         it is given a ``stream``)."""
+        self._require_valid("release_operands")
         self._ops = None
         self._fast = None
         if self._host:
@@ -459,6 +480,11 @@ class Matmul(StatefulObject):
             self._set_stream(stream)
         prefs = self._prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
+        if epilog is None and epilog_inputs is not None:  # as nvmath-python: ignored
+            self._log.warning("Matmul: epilog_inputs %s are ignored since no epilog is given",
+                              sorted(epilog_inputs) if isinstance(epilog_inputs, dict)
+                              else epilog_inputs)
+            epilog_inputs = None
         epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
         aux_type = prefs.epilog.aux_type
         check_fp8_aux(prefs, spec, self._types)
