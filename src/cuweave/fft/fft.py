@@ -641,9 +641,11 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     >>> bool(np.allclose(z, x, atol=1e-6))
     True
     """
-    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm,
-                         FFTDirection.FORWARD if direction is None
-                         else _parse_direction(direction), "fft")
+    d = FFTDirection.FORWARD if direction is None else _parse_direction(direction)
+    if options is None:  # the keyed fast path, one frame less
+        return _call(operand, axes, None, execution, prolog, epilog, stream, norm, d, "C2C")
+    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
+                         "fft")
 
 
 def ifft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
@@ -652,23 +654,23 @@ def ifft(operand, /, *, axes=None, direction=None, options=None, execution=None,
 
     ``direction`` (default inverse) is accepted as nvmath-python's ``ifft`` accepts it.
     """
-    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm,
-                         FFTDirection.INVERSE if direction is None
-                         else _parse_direction(direction), "ifft")
+    d = FFTDirection.INVERSE if direction is None else _parse_direction(direction)
+    if options is None:
+        return _call(operand, axes, None, execution, prolog, epilog, stream, norm, d, "C2C")
+    return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
+                         "ifft")
 
 
 def _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
                   name):
-    """:func:`fft` / :func:`ifft`: a C2C transform of a complex operand, or the C2R
-    ``options.fft_type`` asks for."""
-    opts = options
-    if options is not None:
-        opts = coerce_options(options, FFTOptions, "options")
-        if opts.fft_type == "R2C":
-            raise InvalidOptionError(f"options.fft_type must be 'C2C' or 'C2R' for {name}, "
-                                     "got 'R2C'")
+    """:func:`fft` / :func:`ifft` with ``options``: a C2C transform of a complex operand, or
+    the C2R ``options.fft_type`` asks for."""
+    opts = coerce_options(options, FFTOptions, "options")
+    if opts.fft_type == "R2C":
+        raise InvalidOptionError(f"options.fft_type must be 'C2C' or 'C2R' for {name}, got "
+                                 "'R2C'")
     return _call(operand, axes, opts, execution, prolog, epilog, stream, norm, direction,
-                 "C2C" if opts is None or opts.fft_type is None else None)
+                 "C2C" if opts.fft_type is None else None)
 
 
 def rfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
