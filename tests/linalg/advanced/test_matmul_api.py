@@ -462,15 +462,14 @@ def test_option_classes_name_unknown_keywords(cls):
     assert isinstance(e.value, InvalidOptionError)
 
 
-# ---- a 1-D c (nvmath's example08: a vector added to every column) ----------------------------
+# ---- a 1-D c: the result's own shape for vector results; refused for matrix results, as in
+# nvmath-python 1.0 (NumPy adds (N,) to every row, older nvmath (M,) to every column) ---------
 @pytest.mark.parametrize("a_shape, b_shape, c_len, want", [
-    ((4, 3), (3, 2), 4, lambda a, b, c: a @ b + 1.5 * c[:, None]),
-    ((5, 4, 3), (3, 2), 4, lambda a, b, c: a @ b + 1.5 * c[:, None]),
     ((4, 3), (3,), 4, lambda a, b, c: a @ b + 1.5 * c),
     ((3,), (3, 2), 2, lambda a, b, c: a @ b + 1.5 * c),
-    ((3, 3), (3, 3), 3, lambda a, b, c: a @ b + 1.5 * c[:, None]),  # M == N: still M's
+    ((3,), (5, 3, 2), 2, lambda a, b, c: a @ b + 1.5 * c),
 ])
-def test_one_dimensional_c_is_a_column(a_shape, b_shape, c_len, want):
+def test_one_dimensional_c_of_a_vector_result(a_shape, b_shape, c_len, want):
     rng = np.random.default_rng(61)
     a, b, c = rng.standard_normal(a_shape), rng.standard_normal(b_shape), rng.standard_normal(
         c_len)
@@ -483,9 +482,23 @@ def test_one_dimensional_c_is_a_column(a_shape, b_shape, c_len, want):
         np.testing.assert_allclose(mm.execute(), want(a, b, 2 * c), rtol=1e-12)
 
 
+@pytest.mark.parametrize("a_shape, b_shape, c_len", [
+    ((4, 3), (3, 2), 4), ((4, 3), (3, 2), 2), ((3, 3), (3, 3), 3), ((5, 4, 3), (3, 2), 4)])
+def test_one_dimensional_c_of_a_matrix_result_is_refused(a_shape, b_shape, c_len):
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    msg = (r"^c must be at least 2-D for a matrix result \(\(M, 1\) adds a column to every "
+           rf"column, \(M, N\) is the whole matrix\), got shape \({c_len},\)")
+    with pytest.raises(InvalidOperandError, match=msg) as e:
+        matmul(a, b, np.ones(c_len), beta=1.0, **CPU)
+    assert isinstance(e.value, ValueError)
+    with Matmul(a, b, np.ones(a_shape[:-2] + (a_shape[-2], 1)), beta=1.0, **CPU) as mm:
+        with pytest.raises(InvalidOperandError, match=msg):
+            mm.reset_operands(c=np.ones(c_len))
+
+
 def test_one_dimensional_c_of_the_wrong_length_names_c():
-    a, b = np.ones((4, 3)), np.ones((3, 2))
-    with pytest.raises(ValueError, match=r"^c shape must be"):
+    a, b = np.ones((4, 3)), np.ones((3,))
+    with pytest.raises(ValueError, match=r"^c shape must be the result's, \(4,\), got \(2,\)"):
         matmul(a, b, np.ones(2), beta=1.0, **CPU)
 
 

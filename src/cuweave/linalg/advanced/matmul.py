@@ -344,19 +344,22 @@ class Matmul(StatefulObject):
         return True
 
     def _matrix_c(self, c):
-        """A 1-D ``c`` as the matrix nvmath-python reads it: ``(M,)`` a column added to every
-        column of the result (``(1, N)``, a row, when only ``a`` is 1-D: the result is then
-        ``(N,)``). In place, ``c`` must be the result itself (its own shape)."""
+        """A 1-D ``c`` is taken only where the result is a vector of its length (``a`` or
+        ``b`` 1-D): it is then the result's shape, read as that vector's matrix. For matrix
+        results nvmath-python 1.0 refuses a 1-D ``c`` (NumPy would add ``(N,)`` to every row,
+        older nvmath added ``(M,)`` to every column: for square results the two disagree)."""
         if len(c.shape) != 1 or self.options.inplace:
             return c
         a_shape, b_shape = self._ab_shapes
+        if len(a_shape) >= 2 and len(b_shape) >= 2:
+            raise InvalidOperandError(
+                f"c must be at least 2-D for a matrix result ((M, 1) adds a column to every "
+                f"column, (M, N) is the whole matrix), got shape {tuple(c.shape)!r}")
         row = len(a_shape) == 1 and len(b_shape) >= 2
         want = b_shape[-1] if row else (a_shape[-2] if len(a_shape) >= 2 else 1)
         if c.shape[0] != want:
             raise InvalidOperandError(
-                f"c shape must be ({'N' if row else 'M'},)=({want},) for a 1-D c (added to "
-                f"every {'row' if row else 'column'} of the result), or a matrix of the "
-                f"result's shape, got {c.shape!r}")
+                f"c shape must be the result's, ({want},), got {tuple(c.shape)!r}")
         view = self._adapter.new_axis(c.obj, 0 if row else 1, "c")
         return wrap_operand(view, "c")
 
