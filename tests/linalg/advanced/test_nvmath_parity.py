@@ -89,7 +89,7 @@ def test_inplace_ignores_result_type(ops, caplog):
 
 # ---- accepted as nvmath-python accepts them ------------------------------------------------
 @pytest.mark.parametrize("make", [lambda v: np.array(v), lambda v: np.float32(v),
-                                  lambda v: __import__("torch").tensor(v)])
+                                  lambda v: pytest.importorskip("torch").tensor(v)])
 def test_zero_dimensional_alpha_and_beta(ops, make):
     a, b, c = ops
     r = matmul(a, b, c, alpha=make(2.0), beta=make(-1.0), **CPU)
