@@ -19,18 +19,15 @@ from cuweave.linalg.advanced import (
     matmul,
     matrix_qualifiers_dtype,
 )
+from tests.references import rng_array
 
 CPU = {"execution": "cpu"}
 
 
-def rand(rng, shape, dtype=np.float32):
-    return rng.standard_normal(shape).astype(dtype)
-
-
 @pytest.fixture
 def ops():
-    rng = np.random.default_rng(7)
-    return rand(rng, (4, 3)), rand(rng, (3, 5)), rand(rng, (4, 5))
+    return tuple(rng_array(shape, np.float32, seed=7 + i)
+                 for i, shape in enumerate(((4, 3), (3, 5), (4, 5))))
 
 
 def _ref(a, b):
