@@ -132,6 +132,8 @@ class _FakeTorchStreams:
             current_stream=lambda device=None: Stream(current),
             default_stream=lambda device=None: Stream(0), ExternalStream=external,
             stream=Ctx)
+        # the raw current-stream accessor (a pointer, no Stream object)
+        self._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device=None: current)
         self.device = lambda kind, index: (kind, index)
 
 

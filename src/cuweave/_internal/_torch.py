@@ -82,7 +82,7 @@ class TorchAdapter(Adapter):
 
     def stream_context(self, stream: int, device_id: int):
         torch = self._torch()
-        if torch.cuda.current_stream(device_id).cuda_stream == stream:
+        if self.stream_getter(device_id)() == stream:  # the raw pointer: no Stream object
             return None
         s = (torch.cuda.default_stream(device_id) if stream == 0 else
              torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
