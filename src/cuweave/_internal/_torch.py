@@ -82,7 +82,10 @@ class TorchAdapter(Adapter):
 
     def stream_context(self, stream: int, device_id: int):
         torch = self._torch()
-        if self.stream_getter(device_id)() == stream:  # the raw pointer: no Stream object
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made
+        current = raw(device_id) if raw is not None else (
+            torch.cuda.current_stream(device_id).cuda_stream)
+        if current == stream:
             return None
         s = (torch.cuda.default_stream(device_id) if stream == 0 else
              torch.cuda.ExternalStream(stream, device=torch.device("cuda", device_id)))
