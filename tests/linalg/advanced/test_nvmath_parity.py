@@ -70,7 +70,7 @@ def test_epilog_inputs_without_an_epilog_are_ignored(ops, caplog):
     for x in (r, r2):
         assert not isinstance(x, tuple)
         np.testing.assert_allclose(x, _ref(a, b), rtol=1e-5, atol=1e-5)
-    assert "epilog_inputs ['bias'] are ignored" in caplog.text
+    assert "epilog_inputs=['bias'] is ignored since no epilog is given" in caplog.text
 
 
 def test_inplace_ignores_result_type(ops, caplog):

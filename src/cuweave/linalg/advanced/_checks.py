@@ -27,6 +27,19 @@ class IncompleteResetError(InvalidStateError, ValueError):
     raises ``ValueError`` there)."""
 
 
+#: inputs that do not apply, ignored with a warning as nvmath-python ignores them: why
+IGNORED = {"beta": "c is not given",
+           "quantization_scales": "they only apply to fp8 operands",
+           "epilog_inputs": "no epilog is given",
+           "result_type": "the operation is in place (the result has c's dtype)"}
+
+
+def ignored(log, name: str, value) -> None:
+    """``None``, after warning on ``log`` that input ``name`` (``value``) is ignored."""
+    shown = sorted(value) if isinstance(value, dict) else value
+    log.warning("Matmul: %s=%r is ignored since %s", name, shown, IGNORED[name])
+
+
 def _check_same_package(ops: dict) -> None:
     """The operands come from one array package (nvmath-python raises ``TypeError`` there,
     before looking at where they live)."""

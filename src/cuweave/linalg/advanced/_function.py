@@ -20,6 +20,7 @@ from ._checks import (
     _input_key,
     _op_key,
     _scalar,
+    ignored,
     split_aux_scale,
 )
 from ._epilogs import epilog_spec, validate_epilog_inputs
@@ -133,12 +134,9 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
 def _ignored_inputs(epilog_inputs, options):
     """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
     rule), on the options' logger when one is given."""
-    logger = getattr(options, "logger", None) if not isinstance(options, dict) else \
-        options.get("logger")
-    (logger or _log).warning("Matmul: epilog_inputs %s are ignored since no epilog is given",
-                             sorted(epilog_inputs) if isinstance(epilog_inputs, dict)
-                             else epilog_inputs)
-    return None
+    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
+                                                                             None)
+    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
 
 
 def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..._bindings.library_types import ComputeType, CudaDataType
 from ..._internal.errors import InvalidOperandError, InvalidOptionError
+from ._checks import ignored
 
 __all__ = ["SUPPORTED", "FP8", "resolve_types"]
 
@@ -29,18 +30,6 @@ ALLOWED = {
 WIDER_RESULT = {"float16": ("float16", "float32"), "bfloat16": ("bfloat16", "float32")}
 
 
-class _WithoutResultType:
-    """``options`` as read by :func:`resolve_types`, with ``result_type=None``."""
-
-    result_type = None
-
-    def __init__(self, options):
-        self._options = options
-
-    def __getattr__(self, name):
-        return getattr(self._options, name)
-
-
 def _scale_for(ct: ComputeType, complex_: bool) -> CudaDataType:
     if ct in (_CT.COMPUTE_16F, _CT.COMPUTE_16F_PEDANTIC):
         return CudaDataType.CUDA_R_16F
@@ -57,11 +46,11 @@ def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
     the result is ``c`` itself: ``options.result_type`` is ignored (with a warning on ``log``),
     as nvmath-python does.
     """
-    if options.inplace and options.result_type is not None:
+    result_type = options.result_type
+    if options.inplace and result_type is not None:
         if log is not None:
-            log.warning("Matmul: result_type=%r is ignored since the operation is in place "
-                        "(the result has c's dtype)", options.result_type)
-        options = _WithoutResultType(options)
+            ignored(log, "result_type", result_type)
+        result_type = None
     for name, dt in (("a", a), ("b", b)):
         if dt not in SUPPORTED:
             raise InvalidOperandError(f"{name} dtype must be one of {list(SUPPORTED)}, got {dt!r}")
@@ -70,7 +59,7 @@ def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
         raise InvalidOperandError(
             f"b dtype must equal a's ({a!r}) (fp8 e4m3/e5m2 may be mixed), got {b!r}")
     if fp8:
-        d = options.result_type or c or a
+        d = result_type or c or a
         if d not in ("float16", "bfloat16", "float32", *FP8):
             raise InvalidOptionError(
                 f"result_type must be float16, bfloat16, float32 or an fp8 type for fp8 "
@@ -81,13 +70,13 @@ def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
         c_layout = c or ("float16" if d in FP8 else d)
     else:
         results = WIDER_RESULT.get(a, (a,))
-        if options.result_type not in (None, *results):
+        if result_type not in (None, *results):
             raise InvalidOptionError(
                 f"result_type must be None or one of {list(results)} for {a} operands, got "
-                f"{options.result_type!r}")
-        d = options.result_type or c or a
+                f"{result_type!r}")
+        d = result_type or c or a
         if c is not None and (c != d or c not in results):
-            want = f"the result type ({d!r})" if options.result_type else f"one of {list(results)}"
+            want = f"the result type ({d!r})" if result_type else f"one of {list(results)}"
             raise InvalidOperandError(f"c dtype must be {want} for {a} operands, got {c!r}")
         c_layout = d
     complex_ = a.startswith("complex")

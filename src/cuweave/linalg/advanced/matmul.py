@@ -49,6 +49,7 @@ from ._checks import (
     check_fp8_aux,
     check_inplace_target,
     check_scales,
+    ignored,
     scale_value,
     split_aux_scale,
 )
@@ -153,8 +154,7 @@ class Matmul(StatefulObject):
         if c is not None and beta is None:
             raise InvalidOperandError("beta must be given when c is given, got None")
         if c is None and beta is not None:  # as nvmath-python: ignored with a warning
-            self._log.warning("Matmul: beta=%r is ignored since c is not given", beta)
-            beta = None
+            beta = ignored(self._log, "beta", beta)
         self._engine = None
         self._alpha = _scalar(alpha, 1.0, "alpha")
         self._beta = _scalar(beta, 0.0, "beta")
@@ -164,9 +164,7 @@ class Matmul(StatefulObject):
             raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
                                       f"{self.alpha!r}, {self.beta!r}")
         if quantization_scales is not None and not self._types["fp8"]:  # as nvmath-python
-            self._log.warning("Matmul: quantization_scales=%r are ignored since they only apply "
-                              "to fp8 operands", quantization_scales)
-            quantization_scales = None
+            quantization_scales = ignored(self._log, "quantization_scales", quantization_scales)
         self._scales = coerce_options(quantization_scales, MatmulQuantizationScales,
                                       "quantization_scales")
         self._place = ops["a"].place
@@ -425,13 +423,11 @@ class Matmul(StatefulObject):
         if alpha is not None and (check or alpha != self._alpha):  # buffers change on change
             self.alpha = alpha
         if beta is not None and "c" not in self._signatures:  # as nvmath-python
-            self._log.warning("Matmul: beta=%r is ignored since c is not given", beta)
-            beta = None
+            beta = ignored(self._log, "beta", beta)
         if beta is not None and (check or beta != self._beta):
             self.beta = beta
         if scales is not None and not self._types["fp8"]:  # as __init__: ignored
-            self._log.warning("Matmul: quantization_scales=%r are ignored since they only "
-                              "apply to fp8 operands", scales)
+            ignored(self._log, "quantization_scales", scales)
         elif scales is not None:
             sc = coerce_options(scales, MatmulQuantizationScales, "quantization_scales")
             self._scale_ops, self._scales = self._check_scales(sc), sc
@@ -484,10 +480,7 @@ class Matmul(StatefulObject):
         prefs = self._prefs = coerce_options(preferences, MatmulPlanPreferences, "preferences")
         spec = validate_epilog(epilog_spec(epilog), dtype=self._types["d"])
         if epilog is None and epilog_inputs is not None:  # as nvmath-python: ignored
-            self._log.warning("Matmul: epilog_inputs %s are ignored since no epilog is given",
-                              sorted(epilog_inputs) if isinstance(epilog_inputs, dict)
-                              else epilog_inputs)
-            epilog_inputs = None
+            epilog_inputs = ignored(self._log, "epilog_inputs", epilog_inputs)
         epilog_inputs, aux_scale = split_aux_scale(epilog_inputs)
         aux_type = prefs.epilog.aux_type
         check_fp8_aux(prefs, spec, self._types)
