@@ -15,7 +15,8 @@ import numpy as np
 
 from .errors import InvalidOperandError
 
-__all__ = ["has_self_overlap", "check_no_self_overlap", "ENUMERATION_LIMIT"]
+__all__ = ["has_self_overlap", "check_no_self_overlap", "check_inplace_target",
+           "ENUMERATION_LIMIT"]
 
 #: Largest number of elements whose addresses the exact fallback enumerates (8 bytes each).
 ENUMERATION_LIMIT = 1 << 22
@@ -89,3 +90,23 @@ def check_no_self_overlap(op, name: str) -> None:
             f"{name} must not overlap itself (every element at its own address) to be "
             f"written, got shape {tuple(op.shape)!r} with element strides "
             f"{tuple(op.strides)!r}; pass a copy (e.g. x.copy())")
+
+
+def check_inplace_target(op, name: str) -> None:
+    """``op``, the target of an in-place result (matmul's ``c``, an in-place FFT's operand):
+    writable (not an immutable package's array, not a read-only NumPy array) and no two of its
+    elements at one address. Checked before any work: a write must never land outside the
+    target's own elements, nor in memory its owner declared read-only."""
+    from .packages import adapter
+
+    if not adapter(op.package).writable:
+        raise InvalidOperandError(
+            f"{name} must be writable for inplace=True (the result is written into it), got an "
+            f"immutable {op.package} array; use inplace=False")
+    check_no_self_overlap(op, name)
+    flags = getattr(op.obj, "flags", None)  # NumPy's (host) arrays
+    if flags is not None and getattr(flags, "writeable", True) is False:
+        raise InvalidOperandError(
+            f"{name} must be writable for inplace=True (the result is written into it), got a "
+            "read-only array (np.broadcast_to views and frozen arrays are read-only; pass a "
+            "copy or use inplace=False)")

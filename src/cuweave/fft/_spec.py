@@ -11,8 +11,8 @@ import math
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
-from .._internal.overlap import check_no_self_overlap
-from .._internal.packages import adapter, wrap_operand
+from .._internal.overlap import check_inplace_target
+from .._internal.packages import wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -26,8 +26,7 @@ from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
            "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
-           "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError",
-           "check_writeable"]
+           "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError"]
 
 
 class OperandTypeError(InvalidOperandError, TypeError):
@@ -236,12 +235,7 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.n_points = math.prod(s.lengths)
     s.inplace = options.inplace
     if s.inplace:  # the result overwrites the operand: every element needs its own address
-        if not adapter(op.package).writable:
-            raise InvalidOperandError(
-                f"operand must be writable for inplace=True (the result is written into it), "
-                f"got an immutable {op.package} array; use inplace=False")
-        check_writeable(op)
-        check_no_self_overlap(op, "operand")
+        check_inplace_target(op, "operand")
     s.layout, s.stage_perm = None, None
     s.to_host = op.device == "cuda" and not s.cuda  # CPU execution of a device operand
     s.dev_strides = op.strides
@@ -250,15 +244,6 @@ def build_spec(op, axes, options, execution) -> Spec:
             s.dev_strides, s.stage_perm = _staged_layout(s)
         s.layout = _layout_for(s, s.dev_strides)
     return s
-
-
-def check_writeable(op) -> None:
-    """An in-place target must not be a read-only array (NumPy's ``flags.writeable``)."""
-    flags = getattr(op.obj, "flags", None)
-    if flags is not None and getattr(flags, "writeable", True) is False:
-        raise InvalidOperandError(
-            "operand must be writable for inplace=True (the result is written into it), "
-            "got a read-only array; use inplace=False or pass a writable copy")
 
 
 def _dense_as(shape, strides, want) -> bool:

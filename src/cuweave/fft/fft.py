@@ -27,6 +27,7 @@ from .._internal.errors import (
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import coerce_options
+from .._internal.overlap import check_inplace_target
 from .._internal.packages import adapter, probe, resolve_stream
 from .._internal.resources import StreamResources
 from ._cpu import CpuPlan
@@ -39,7 +40,6 @@ from ._spec import (
     OperandTypeError,
     build_spec,
     callback_fast_key,
-    check_writeable,
     coerce_callable,
     default_direction,
     execution_space,
@@ -197,7 +197,7 @@ class FFT(StatefulObject):
         if (op.shape, op.strides) != (s.shape, s.strides):
             self._respecify(op)
         elif s.inplace:
-            check_writeable(op)
+            check_inplace_target(op, "operand")
         self._set_operand(op)
         self._set_stream(stream)
 
@@ -584,7 +584,7 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
     else:
         if obj._spec.inplace:
             try:
-                check_writeable(op)
+                check_inplace_target(op, "operand")
             except BaseException:
                 plan_cache.put(key, obj, obj.workspace_size)
                 raise

@@ -113,26 +113,6 @@ def _check_lt_layout(lt_spec, user_spec, p) -> None:
         permutation=(1, 0))
 
 
-def check_inplace_target(op) -> None:
-    """``c`` of an in-place matmul: writable, and no two of its elements share memory (checked
-    before any work: a write must never land outside the target's own elements)."""
-    from ..._internal.overlap import check_no_self_overlap
-    from ..._internal.packages import adapter
-
-    if not adapter(op.package).writable:
-        raise InvalidOperandError(
-            f"c must be writable for inplace=True (the result is written into it), got an "
-            f"immutable {op.package} array; use inplace=False")
-    check_no_self_overlap(op, "c")
-    if op.device == "cpu":
-        arr = op.host_array()
-        if isinstance(arr, np.ndarray) and not arr.flags.writeable:
-            raise InvalidOperandError(
-                "c must be writable for inplace=True (the result is written into it), got a "
-                "read-only array (np.broadcast_to views and frozen arrays are read-only; pass "
-                "a copy)")
-
-
 def _check_algorithm(value, name="algorithm"):
     if value is not None and not isinstance(value, Algorithm):
         raise AlgorithmTypeError(

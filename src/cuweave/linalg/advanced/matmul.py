@@ -23,6 +23,7 @@ from ..._internal.errors import (
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
 from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
+from ..._internal.overlap import check_inplace_target
 from ..._internal.packages import adapter, empty, resolve_stream, wrap_operand
 from . import _autotune_cache
 from ._algorithm import Algorithm
@@ -47,7 +48,6 @@ from ._checks import (
     alignment_error,
     check_aux_scale,
     check_fp8_aux,
-    check_inplace_target,
     check_scales,
     ignored,
     scale_value,
@@ -150,7 +150,7 @@ class Matmul(StatefulObject):
         if not self._types["a"].startswith("complex"):
             self._conj = (False, False)  # conjugating a real operand changes nothing
         if self.options.inplace and c is not None:
-            check_inplace_target(ops["c"])
+            check_inplace_target(ops["c"], "c")
         if c is not None and beta is None:
             raise InvalidOperandError("beta must be given when c is given, got None")
         if c is None and beta is not None:  # as nvmath-python: ignored with a warning
@@ -399,7 +399,7 @@ class Matmul(StatefulObject):
                     raise InvalidOperandError(
                         f"{name} must match the planned operand {sigs[name]}, got {op!r}")
                 if name == "c" and self.options.inplace:
-                    check_inplace_target(op)
+                    check_inplace_target(op, "c")
                 need = self._alignments.get(name)
                 if need is not None and alignment(op.ptr) < need:
                     raise alignment_error(name, alignment(op.ptr), need)
