@@ -12,6 +12,7 @@ meaning) asks for it; on the GPU the scaling is fused into the transform as an L
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import operator
 import time
 
@@ -691,8 +692,6 @@ def irfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, e
     if options is not None and options is not C2R_ODD:
         options = coerce_options(options, FFTOptions, "options")
         if options.fft_type not in (None, "C2R"):
-            import dataclasses
-
             options = dataclasses.replace(options, fft_type="C2R")
     return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
                 FFTDirection.INVERSE, "C2R")
