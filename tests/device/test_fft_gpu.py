@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.device.conftest import WARM_WORKERS
+
 pytestmark = pytest.mark.gpu
 
 F32, F64 = np.float32, np.float64
@@ -35,7 +37,7 @@ CONFIGS = [_config(t, n, p, d, **k) for t, n, p, d, k in BLOCK] + [
 def ffts():
     import cuweave.device as dx
 
-    built = dx.warm_cache(CONFIGS)  # compile everything in parallel up front
+    built = dx.warm_cache(CONFIGS, max_workers=WARM_WORKERS)  # all compiled in parallel up front
     return {id(c): f for c, f in zip(CONFIGS, built)}
 
 

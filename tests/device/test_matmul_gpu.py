@@ -20,6 +20,8 @@ import warnings
 import numpy as np
 import pytest
 
+from tests.device.conftest import WARM_WORKERS
+
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
 
 pytestmark = pytest.mark.gpu
@@ -85,9 +87,10 @@ def built(request):
     configs = [_knobs(*c) for c in keys] + list(EXTRA.values())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        mms = warm_cache(configs)
+        mms = warm_cache(configs, max_workers=WARM_WORKERS)
     errors = warm_kernels([(__file__, name) for name in
-                           ("_tensor_target", "_accumulator_target", "_runtime_ld_target")])
+                           ("_tensor_target", "_accumulator_target", "_runtime_ld_target")],
+                          max_workers=WARM_WORKERS)
     for e in errors:  # compiled (and raised, typed) again by the tests themselves
         warnings.warn(f"warm_kernels: {e}", stacklevel=1)
     return dict(zip(keys + list(EXTRA), mms))

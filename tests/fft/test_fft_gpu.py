@@ -143,7 +143,8 @@ def test_inplace_device():
 @pytest.mark.parametrize("dtype", ["complex64", "float64"])
 def test_host_operand_with_cuda_execution(dtype):
     h = rng_array((6, 40), dtype)
-    y = F.fft(h, axes=(1,), execution="cuda")
+    transform = F.fft if dtype.startswith("complex") else F.rfft  # fft refuses real operands
+    y = transform(h, axes=(1,), execution="cuda")
     assert isinstance(y, np.ndarray)
     kind = "C2C" if dtype.startswith("complex") else "R2C"
     assert rel_l2(y, reference(h, kind, "forward", (1,))) < tol(dtype, 40)
