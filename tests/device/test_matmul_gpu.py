@@ -8,8 +8,9 @@ copy, register accumulation, ``axpby``), accumulators and ``MM(...)``.
 
 Only the configurations of the selected tests are built, all at once in parallel processes
 (``warm_cache``); the device functions of the tensor kernels are generated in parallel too
-(``warm_kernels``). Run without xdist (each xdist worker would build them again): on a cold
-cache with 16 CPU cores the default selection takes about a minute.
+(``warm_kernels``). Under xdist use ``--dist loadfile`` (every worker that runs a test of this
+module builds them all again; the CPUs are shared out among the workers, ``WARM_WORKERS``): on a
+cold cache with 16 CPU cores and no xdist the default selection takes about a minute.
 """
 
 from __future__ import annotations
