@@ -1,0 +1,111 @@
+"""Diagnostic: where the time of a NumPy matmul round trip goes (issue: >= 2x torch's manual path).
+
+One table, every row timed round-robin with the others (median wall ms over the rounds), for
+``n``² float32 operands (default 2048: two 16 MiB uploads, one 16 MiB download):
+
+* the floors: one DMA of the bytes from/to an already pinned buffer, the GEMM alone on device
+  operands, a host copy of 16 MiB into pinned memory (one thread), mapping the pages of a new
+  16 MiB array (``populate``);
+* the staging phases as the round trip runs them: the pipelined upload of ``a`` and ``b``, the
+  download into a new array and into a reused one (pages already mapped);
+* the whole round trips: ``matmul()``, a planned ``execute()`` and torch's manual path.
+
+    python benchmarks/probe_round_trip.py [n] [rounds]     (GPU, torch)
+"""
+
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from cuweave._internal import cuda  # noqa: E402
+from cuweave._internal.staging import Stager, populate  # noqa: E402
+from cuweave.linalg.advanced import Matmul, matmul  # noqa: E402
+
+
+def _impls(n):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    nbytes = a.nbytes
+    da, db = torch.empty(n, n, device="cuda"), torch.empty(n, n, device="cuda")
+    dc = torch.empty(n, n, device="cuda")
+    pinned = cuda.host_alloc(2 * nbytes)
+    reused = np.empty_like(a)
+    stager = Stager()
+    sync = torch.cuda.synchronize
+    dev = Matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda())
+    dev.plan()
+    planned = Matmul(a, b)
+    planned.plan()
+
+    def dma_h2d():
+        cuda.memcpy_async(da.data_ptr(), pinned, nbytes, 0)
+        cuda.memcpy_async(db.data_ptr(), pinned + nbytes, nbytes, 0)
+        sync()
+
+    def dma_d2h():
+        cuda.memcpy_async(pinned, dc.data_ptr(), nbytes, 0)
+        sync()
+
+    def upload():
+        stager.upload_many([(a, da.data_ptr()), (b, db.data_ptr())], 0)
+        sync()
+
+    def gemm():
+        dev.execute()
+        sync()
+
+    def fresh_pages():
+        out = np.empty_like(a)
+        populate(out.ctypes.data, out.nbytes)
+
+    impls = {
+        "floor: DMA 2 x 16 MiB host -> device from pinned": dma_h2d,
+        "floor: DMA 16 MiB device -> host to pinned": dma_d2h,
+        "floor: GEMM alone (device operands, planned)": gemm,
+        "floor: host copy 16 MiB into pinned, one thread": lambda: ctypes.memmove(
+            pinned, a.ctypes.data, nbytes),
+        "floor: map the pages of a new 16 MiB array": fresh_pages,
+        "staging: upload a and b (pipelined, copy threads)": upload,
+        "staging: download into a new array": lambda: stager.download(dc.data_ptr(),
+                                                                      np.empty_like(a), 0),
+        "staging: download into a reused array": lambda: stager.download(dc.data_ptr(), reused,
+                                                                         0),
+        "round trip: cuweave matmul()": lambda: matmul(a, b),
+        "round trip: cuweave planned execute()": planned.execute,
+        "round trip: torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
+                                                         torch.from_numpy(b).cuda()).cpu().numpy(),
+    }
+    keep = (da, db, dc, reused, stager, dev, planned)
+    return impls, pinned, keep
+
+
+def main(n=2048, rounds=15):
+    impls, pinned, keep = _impls(n)
+    times = {name: [] for name in impls}
+    for fn in impls.values():  # warm-up: plans, pools, copy threads
+        fn()
+        fn()
+    for _ in range(rounds):
+        for name, fn in impls.items():
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - t0) * 1e3)
+    print(f"\n### NumPy {n}² float32 round trip, phase by phase "
+          f"({torch.cuda.get_device_name()}, median of {rounds} interleaved rounds)\n")
+    print("| step | ms |\n|---|---:|")
+    for name, t in times.items():
+        print(f"| {name} | {statistics.median(t):.3f} |", flush=True)
+    cuda.host_free(pinned)
+    del keep
+
+
+if __name__ == "__main__":
+    main(*(int(v) for v in sys.argv[1:3]))
