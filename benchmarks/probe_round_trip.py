@@ -6,8 +6,9 @@ One table, every row timed round-robin with the others (median wall ms over the 
 * the floors: one DMA of the bytes from/to an already pinned buffer, the GEMM alone on device
   operands, a host copy of 16 MiB into pinned memory (one thread), mapping the pages of a new
   16 MiB array (``populate``);
-* the staging phases as the round trip runs them: the pipelined upload of ``a`` and ``b``, the
-  download into a new array and into a reused one (pages already mapped);
+* the staging phases: the pipelined upload of ``a`` and ``b``, the download into a new array,
+  into a reused one (pages already mapped) and into a block of the pinned result pool (what a
+  repeated round trip's result is: the DMA alone);
 * the whole round trips: ``matmul()``, a planned ``execute()`` and torch's manual path.
 
     python benchmarks/probe_round_trip.py [n] [rounds]     (GPU, torch)
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from cuweave._internal import cuda  # noqa: E402
+from cuweave._internal import cuda, pinned  # noqa: E402
 from cuweave._internal.staging import Stager, populate  # noqa: E402
 from cuweave.linalg.advanced import Matmul, matmul  # noqa: E402
 
@@ -35,8 +36,10 @@ def _impls(n):
     nbytes = a.nbytes
     da, db = torch.empty(n, n, device="cuda"), torch.empty(n, n, device="cuda")
     dc = torch.empty(n, n, device="cuda")
-    pinned = cuda.host_alloc(2 * nbytes)
+    raw = cuda.host_alloc(2 * nbytes)
     reused = np.empty_like(a)
+    pinned.take(nbytes)  # the size's first request gets no block
+    block = pinned.take(nbytes).view(np.float32).reshape(n, n)
     stager = Stager()
     sync = torch.cuda.synchronize
     dev = Matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda())
@@ -45,12 +48,12 @@ def _impls(n):
     planned.plan()
 
     def dma_h2d():
-        cuda.memcpy_async(da.data_ptr(), pinned, nbytes, 0)
-        cuda.memcpy_async(db.data_ptr(), pinned + nbytes, nbytes, 0)
+        cuda.memcpy_async(da.data_ptr(), raw, nbytes, 0)
+        cuda.memcpy_async(db.data_ptr(), raw + nbytes, nbytes, 0)
         sync()
 
     def dma_d2h():
-        cuda.memcpy_async(pinned, dc.data_ptr(), nbytes, 0)
+        cuda.memcpy_async(raw, dc.data_ptr(), nbytes, 0)
         sync()
 
     def upload():
@@ -70,24 +73,26 @@ def _impls(n):
         "floor: DMA 16 MiB device -> host to pinned": dma_d2h,
         "floor: GEMM alone (device operands, planned)": gemm,
         "floor: host copy 16 MiB into pinned, one thread": lambda: ctypes.memmove(
-            pinned, a.ctypes.data, nbytes),
+            raw, a.ctypes.data, nbytes),
         "floor: map the pages of a new 16 MiB array": fresh_pages,
         "staging: upload a and b (pipelined, copy threads)": upload,
         "staging: download into a new array": lambda: stager.download(dc.data_ptr(),
                                                                       np.empty_like(a), 0),
         "staging: download into a reused array": lambda: stager.download(dc.data_ptr(), reused,
                                                                          0),
+        "staging: download into a pooled pinned block": lambda: stager.download(dc.data_ptr(),
+                                                                              block, 0),
         "round trip: cuweave matmul()": lambda: matmul(a, b),
         "round trip: cuweave planned execute()": planned.execute,
         "round trip: torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
                                                          torch.from_numpy(b).cuda()).cpu().numpy(),
     }
-    keep = (da, db, dc, reused, stager, dev, planned)
-    return impls, pinned, keep
+    keep = (da, db, dc, reused, block, stager, dev, planned)
+    return impls, raw, keep
 
 
 def main(n=2048, rounds=15):
-    impls, pinned, keep = _impls(n)
+    impls, raw, keep = _impls(n)
     times = {name: [] for name in impls}
     for fn in impls.values():  # warm-up: plans, pools, copy threads
         fn()
@@ -103,7 +108,7 @@ def main(n=2048, rounds=15):
     print("| step | ms |\n|---|---:|")
     for name, t in times.items():
         print(f"| {name} | {statistics.median(t):.3f} |", flush=True)
-    cuda.host_free(pinned)
+    cuda.host_free(raw)
     del keep
 
 

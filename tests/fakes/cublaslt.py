@@ -17,7 +17,7 @@ import types
 import pytest
 
 from cuweave._bindings import cublaslt as lt
-from cuweave._internal import cuda, resources, staging
+from cuweave._internal import cuda, pinned, resources, staging
 from cuweave.linalg.advanced import _cuda
 from cuweave.linalg.advanced._function import plan_cache
 
@@ -261,6 +261,7 @@ class FakeGPU:
                          ("Event", self.Event), ("memcpy_async", self._memcpy_async)):
             mp.setattr(cuda, name, fn)
         mp.setattr(staging, "_SHARED", [])  # a stager over these fake pinned buffers
+        mp.setattr(pinned, "_POOL", [pinned.PinnedPool(256 << 20)])  # result blocks: fake too
         plan_cache.clear()
         mp.setattr(plan_cache, "hits", 0)
         mp.setattr(plan_cache, "misses", 0)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import pinned as _pinned
 from .arrays import ALIGNMENT, DeviceArray, Operand, c_strides
 from .dtypes import numpy_dtype
 from .errors import (
@@ -380,16 +381,22 @@ PAIR_PROBERS: dict = {}
 
 
 def empty(ref: Operand, shape, dtype: str, *, perm=None, device_id=None, stream: int = 0,
-          allocator=None) -> Operand:
+          allocator=None, pinned: bool = False) -> Operand:
     """A new uninitialized array in ``ref``'s package and memory space.
 
     ``perm`` orders the axes from outermost to innermost in memory (default C order): the array
     is dense and element ``idx`` lives at ``sum(idx[p] * stride[p])`` with strides growing from
     ``perm[-1]`` to ``perm[0]``. E.g. ``perm=(0, 2, 1)`` makes a batch of column-major matrices.
+    ``pinned``: a NumPy result that a GPU run downloads into, in page-locked memory from
+    :mod:`.pinned` where its rules allow.
     """
     shape = tuple(int(s) for s in shape)
     perm = tuple(range(len(shape))) if perm is None else tuple(perm)
     if ref.device == "cpu":
+        if pinned and ref.package == "numpy":
+            op = _pinned_empty(shape, dtype, perm)
+            if op is not None:
+                return op
         return adapter(ref.package).empty(shape, dtype, perm, device_id=None)
     dev = ref.device_id if device_id is None else device_id
     return adapter(ref.package).empty(shape, dtype, perm, device_id=dev, stream=stream,
@@ -453,6 +460,16 @@ def _perm_strides(shape, perm) -> tuple:
     for axis, stride in zip(perm, c_strides(tuple(shape[p] for p in perm))):
         strides[axis] = stride
     return tuple(strides)
+
+
+def _pinned_empty(shape, dtype, perm) -> Operand | None:
+    np_dtype = numpy_dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    flat = _pinned.take(count * np_dtype.itemsize)
+    if flat is None:
+        return None
+    x = flat.view(np_dtype).reshape(tuple(shape[p] for p in perm))
+    return wrap_numpy(x.transpose(inverse_perm(perm)), "result")
 
 
 def _numpy_empty(shape, dtype, perm) -> Operand:

@@ -25,6 +25,8 @@ by the copy threads as soon as the DMA is queued, while the device still compute
 the copies then write into mapped pages. Elsewhere nothing is done
 (``CUWEAVE_PREFAULT=0`` turns it off).
 
+A download into a block of :mod:`.pinned` (a result made for it) is the DMA alone.
+
 Pinning the user's arrays instead (``cuMemHostRegister``) is not done: registering costs about
 as much as copying the pages once (the driver walks and locks every page) plus an unregister,
 so for one-shot transfers it never wins over a pipelined copy into an already-pinned arena.
@@ -41,7 +43,7 @@ from collections import deque
 
 import numpy as np
 
-from . import cuda
+from . import cuda, pinned
 
 __all__ = ["Stager", "host_bytes", "populate", "shared_stager"]
 
@@ -253,6 +255,13 @@ class Stager:
         data = dst.reshape(-1, order="A").view(np.uint8)
         n = data.size
         if n == 0:
+            return
+        if pinned.owns(data.ctypes.data, n):  # page-locked already: the DMA writes it
+            with self._lock:
+                cuda.memcpy_async(data.ctypes.data, src_ptr, n, stream)
+                ev = self._event(stream)
+                ev.synchronize()
+                self._events.append(ev)
             return
         threaded = self._threads and n >= _THREAD_MIN
         base_dst = data.ctypes.data

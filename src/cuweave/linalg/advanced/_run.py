@@ -103,7 +103,7 @@ def build_run(mm):
         if staged_:  # host operands: one pipelined upload of every input
             ptr = _upload(mm, ops, inputs, s)
             a, b = ptr[x], ptr[y]
-            out = ops["c"] if inplace else mm._new_result(0)
+            out = ops["c"] if inplace else mm._new_result(0, pinned=True)
             d = ptr["c"] if inplace else eng.device_buffer("d", 0, s)
         else:
             a, b = ops[x].ptr, ops[y].ptr

@@ -670,12 +670,14 @@ class Matmul(StatefulObject):
             result, aux = deliver_results(self._adapter.deliver, result, aux)
         return (result, aux) if aux else result
 
-    def _new_result(self, stream):
+    def _new_result(self, stream, pinned=False):
+        """The run's result (``c`` in place); ``pinned``: a host result a GPU run downloads
+        into (page-locked where the pool allows)."""
         p, ref = self._problem, self._ops["a"]
         if self.options.inplace:
             return self._ops["c"]
         return empty(ref, p.result_shape, self._types["d"], perm=p.result_perm,
-                     device_id=self._device_id, stream=stream, allocator=None)
+                     device_id=self._device_id, stream=stream, allocator=None, pinned=pinned)
 
     def _new_aux(self, stream, host: bool) -> dict:
         aux = {}
