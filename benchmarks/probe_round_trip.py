@@ -5,7 +5,7 @@ One table, every row timed round-robin with the others (median wall ms over the 
 
 * the floors: one DMA of the bytes from/to an already pinned buffer, the GEMM alone on device
   operands, a host copy of 16 MiB into pinned memory (one thread), mapping the pages of a new
-  16 MiB array (``populate``);
+  16 MiB array (``populate``), registering and unregistering one;
 * the staging phases: the pipelined upload of ``a`` and ``b``, the download into a new array,
   into a reused one (pages already mapped) and into a block of the pinned result pool (what a
   repeated round trip's result is: the DMA alone);
@@ -38,6 +38,7 @@ def _impls(n):
     dc = torch.empty(n, n, device="cuda")
     raw = cuda.host_alloc(2 * nbytes)
     reused = np.empty_like(a)
+    lockable = a.copy()  # never given to cuweave (whose registrations it must not meet)
     pinned.take(nbytes)  # the size's first request gets no block
     block = pinned.take(nbytes).view(np.float32).reshape(n, n)
     stager = Stager()
@@ -64,6 +65,10 @@ def _impls(n):
         dev.execute()
         sync()
 
+    def register():
+        assert cuda.host_register(lockable.ctypes.data, nbytes)
+        cuda.host_unregister(lockable.ctypes.data)
+
     def fresh_pages():
         out = np.empty_like(a)
         populate(out.ctypes.data, out.nbytes)
@@ -75,6 +80,7 @@ def _impls(n):
         "floor: host copy 16 MiB into pinned, one thread": lambda: ctypes.memmove(
             raw, a.ctypes.data, nbytes),
         "floor: map the pages of a new 16 MiB array": fresh_pages,
+        "floor: cuMemHostRegister + cuMemHostUnregister of a 16 MiB array": register,
         "staging: upload a and b (pipelined, copy threads)": upload,
         "staging: download into a new array": lambda: stager.download(dc.data_ptr(),
                                                                       np.empty_like(a), 0),
@@ -82,12 +88,17 @@ def _impls(n):
                                                                          0),
         "staging: download into a pooled pinned block": lambda: stager.download(dc.data_ptr(),
                                                                               block, 0),
-        "round trip: cuweave matmul()": lambda: matmul(a, b),
+        "round trip: cuweave matmul() (a, b registered from their third upload)":
+            lambda: matmul(a, b),
+        "round trip: cuweave matmul(), operands new to it (copies included)":
+            lambda: matmul(a.copy(), b.copy()),
+        "round trip: torch manual, the same copies included": lambda: torch.matmul(
+            torch.from_numpy(a.copy()).cuda(), torch.from_numpy(b.copy()).cuda()).cpu().numpy(),
         "round trip: cuweave planned execute()": planned.execute,
         "round trip: torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
                                                          torch.from_numpy(b).cuda()).cpu().numpy(),
     }
-    keep = (da, db, dc, reused, block, stager, dev, planned)
+    keep = (da, db, dc, reused, lockable, block, stager, dev, planned)
     return impls, raw, keep
 
 

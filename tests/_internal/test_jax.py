@@ -193,7 +193,7 @@ def test_staged_fft_run_delivers_jax(monkeypatch):
     run_mod = sys.modules["cuweave.fft._run"]
 
     class Stager:
-        def upload(self, host, ptr, stream):
+        def upload(self, host, ptr, stream, direct=False):
             pass
 
         def download(self, ptr, dst, stream):

@@ -20,6 +20,7 @@ class _FakeHost:
 
     def __init__(self):
         self.allocs, self.frees, self.dmas, self.queue = [], [], [], []
+        self.registered, self.unregistered, self.refuse = [], [], False
         self._keep = {}
         fake = self
 
@@ -49,6 +50,15 @@ class _FakeHost:
     def host_free(self, ptr):
         self.frees.append(ptr)
 
+    def host_register(self, ptr, nbytes):
+        if self.refuse:
+            return False
+        self.registered.append((ptr, nbytes))
+        return True
+
+    def host_unregister(self, ptr):
+        self.unregistered.append(ptr)
+
     def memcpy_async(self, dst, src, nbytes, stream):
         self.dmas.append((dst, src, nbytes))
         self.queue.append((dst, src, nbytes))
@@ -57,7 +67,8 @@ class _FakeHost:
 @pytest.fixture
 def fake(monkeypatch):
     f = _FakeHost()
-    for name in ("Event", "host_alloc", "host_free", "memcpy_async"):
+    for name in ("Event", "host_alloc", "host_free", "memcpy_async", "host_register",
+                 "host_unregister"):
         monkeypatch.setattr(cuda, name, getattr(f, name))
     return f
 
@@ -135,4 +146,95 @@ def test_a_download_into_a_block_is_one_dma(fake, monkeypatch):
     plain = np.empty(2 * MiB, np.uint8)  # an ordinary array: pieces through the ring
     st.download(src.ctypes.data, plain, 0)
     assert len(fake.dmas) == 1 + 8 and np.array_equal(plain, src)
+    st.close()
+
+
+# ---- operands: registered on their second upload ------------------------------------------------
+@pytest.fixture
+def regs(fake, monkeypatch):
+    r = pinned.Registrations(64 * MiB)
+    monkeypatch.setattr(pinned, "_REGISTERED", [r])
+    return r
+
+
+def test_a_buffer_is_registered_on_its_third_upload(fake, regs):
+    a = np.ones((1024, 512), np.float32)  # 2 MiB
+    view = a[:, :256]  # not dense, but its owner is a
+    assert not pinned.page_locked(a) and not pinned.page_locked(a) and fake.registered == []
+    assert pinned.page_locked(a.reshape(-1).view(np.uint8))  # a view of it: the same buffer
+    assert fake.registered == [(a.ctypes.data, a.nbytes)] and regs.held == a.nbytes
+    assert pinned.page_locked(a) and len(fake.registered) == 1  # once
+    assert pinned.page_locked(view[:, :0]) is False  # empty: below the minimum
+    del view
+
+
+def test_a_collected_owner_is_unregistered_before_its_memory_goes(fake, regs):
+    a = np.ones(MiB, np.float32)
+    ptr = a.ctypes.data
+    for _ in range(3):
+        pinned.page_locked(a)
+    assert regs.held == a.nbytes
+    seen = []
+    regs_forget = regs._forget
+
+    def forget(key):  # the buffer must still be readable when its registration is undone
+        seen.append(ctypes.c_float.from_address(ptr).value)
+        regs_forget(key)
+
+    regs._forget = forget
+    del a
+    gc.collect()
+    assert fake.unregistered == [ptr] and seen == [1.0] and regs.held == 0
+
+
+def test_registrations_stay_under_the_cap_least_recently_used_first(fake, regs):
+    arrays = [np.zeros(24 * MiB, np.uint8) for _ in range(3)]  # 72 MiB > 64
+    for x in arrays[:2]:
+        for _ in range(3):
+            pinned.page_locked(x)
+    pinned.page_locked(arrays[0])  # used again: arrays[1] is now the oldest
+    pinned.page_locked(arrays[2])
+    pinned.page_locked(arrays[2])
+    assert pinned.page_locked(arrays[2])
+    assert fake.unregistered == [arrays[1].ctypes.data] and regs.held == 48 * MiB
+
+
+def test_refused_and_foreign_memory_is_copied(fake, regs):
+    fake.refuse = True
+    a = np.ones(MiB, np.float32)
+    assert not any(pinned.page_locked(a) for _ in range(3))
+    fake.refuse = False
+    assert not pinned.page_locked(a)  # refused once: never asked again
+    raw = bytearray(4 * MiB)
+    b = np.frombuffer(raw, np.float32)  # memory NumPy does not own
+    assert not any(pinned.page_locked(b) for _ in range(3))
+    assert fake.registered == []
+
+
+def test_pool_blocks_are_page_locked_and_a_zero_cap_registers_nothing(fake, monkeypatch):
+    pool = pinned.PinnedPool(64 * MiB)
+    monkeypatch.setattr(pinned, "_POOL", [pool])
+    monkeypatch.setattr(pinned, "_REGISTERED", [pinned.Registrations(0)])
+    pool.take(2 * MiB)
+    block = pool.take(2 * MiB)
+    assert pinned.page_locked(block.view(np.float64)[10:])
+    a = np.ones(MiB, np.float32)
+    assert not any(pinned.page_locked(a) for _ in range(3)) and fake.registered == []
+
+
+def test_direct_uploads_dma_page_locked_arrays_and_pipeline_the_rest(fake, regs):
+    a = np.arange(MiB // 4, dtype=np.float32)  # 1 MiB
+    b = np.arange(MiB // 2, dtype=np.float32)[::-1].copy()
+    dev = [ctypes.create_string_buffer(x.nbytes) for x in (a, b)]
+    st = staging.Stager(chunk=MiB // 2, capacity=MiB)
+    for direct in (False, True, True, True):
+        fake.dmas.clear()
+        st.upload_many([(a, ctypes.addressof(dev[0])), (b, ctypes.addressof(dev[1]))], 0,
+                       direct=direct)
+        st._drain_busy()
+        fake.Event().record().synchronize()
+    # the last upload: a and b registered (their third direct upload), DMA-ed directly
+    assert fake.dmas == [(ctypes.addressof(dev[0]), a.ctypes.data, a.nbytes),
+                         (ctypes.addressof(dev[1]), b.ctypes.data, b.nbytes)]
+    assert bytes(dev[0]) == a.tobytes() and bytes(dev[1]) == b.tobytes()
     st.close()

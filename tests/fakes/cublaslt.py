@@ -262,6 +262,11 @@ class FakeGPU:
             mp.setattr(cuda, name, fn)
         mp.setattr(staging, "_SHARED", [])  # a stager over these fake pinned buffers
         mp.setattr(pinned, "_POOL", [pinned.PinnedPool(256 << 20)])  # result blocks: fake too
+        mp.setattr(pinned, "_REGISTERED", [pinned.Registrations(1 << 30)])
+        self.registered = []  # (ptr, nbytes) of each cuMemHostRegister; unregistered: removed
+        mp.setattr(cuda, "host_register", lambda p, n: self.registered.append((p, n)) or True)
+        mp.setattr(cuda, "host_unregister", lambda p: self.registered.remove(
+            next(r for r in self.registered if r[0] == p)))
         plan_cache.clear()
         mp.setattr(plan_cache, "hits", 0)
         mp.setattr(plan_cache, "misses", 0)

@@ -178,7 +178,7 @@ def fake_cuda(native: str | None = None):
     import torch
 
     from cuweave._bindings import cufft
-    from cuweave._internal import cuda, packages, resources
+    from cuweave._internal import cuda, packages, pinned, resources
     from cuweave.fft import _callbacks
 
     fake = FakeCufft()
@@ -211,6 +211,9 @@ def fake_cuda(native: str | None = None):
         mp.setattr(cuda, "compute_capability", lambda device_id=0: (9, 0))
         mp.setattr(cuda, "is_capturing", lambda stream: stream in fake.capturing)
         mp.setattr(_callbacks, "_nvrtc_ltoir", lambda src, cc: b"fake-ltoir")
+        # no page-locked results or operands: there is no pinned memory to fake here
+        mp.setattr(pinned, "_POOL", [pinned.PinnedPool(0)])
+        mp.setattr(pinned, "_REGISTERED", [pinned.Registrations(0)])
         try:
             yield fake
         finally:

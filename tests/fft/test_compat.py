@@ -260,7 +260,7 @@ def test_staged_host_operand_in_an_unexpressible_order_is_copied_into_one(fake, 
     uploads = []
 
     class Stager:
-        def upload(self, host, ptr, stream):
+        def upload(self, host, ptr, stream, direct=False):
             uploads.append((host.shape, host.flags.c_contiguous))
 
         def download(self, ptr, dst, stream):
@@ -284,7 +284,7 @@ class _HostMemoryStager:
         assert dst.flags.c_contiguous
         ctypes.memmove(dst.ctypes.data, src_ptr, dst.nbytes)
 
-    def upload(self, src, dst_ptr, stream):
+    def upload(self, src, dst_ptr, stream, direct=False):
         import ctypes
 
         src = np.ascontiguousarray(src)

@@ -22,7 +22,7 @@ run_mod = sys.modules["cuweave.fft._run"]
 
 
 class _Stager:
-    def upload(self, host, ptr, stream):
+    def upload(self, host, ptr, stream, direct=False):
         pass
 
     def download(self, ptr, dst, stream):

@@ -30,7 +30,7 @@ class _FakeStager:
     def __init__(self):
         self.calls = []
 
-    def upload(self, host, ptr, stream):
+    def upload(self, host, ptr, stream, direct=False):
         self.calls.append(("upload", stream))
 
     def download(self, ptr, dst, stream):

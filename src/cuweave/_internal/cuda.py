@@ -30,6 +30,8 @@ __all__ = [
     "stream_wait_event",
     "host_alloc",
     "host_free",
+    "host_register",
+    "host_unregister",
     "pointer_space",
     "Event",
 ]
@@ -244,6 +246,19 @@ def host_alloc(nbytes: int) -> int:
 def host_free(ptr: int) -> None:
     drv = driver()
     check(drv.cuMemFreeHost(ptr), "cuMemFreeHost")
+
+
+def host_register(ptr: int, nbytes: int) -> bool:
+    """Page-lock the existing host memory ``[ptr, ptr + nbytes)`` (portable); False where the
+    driver refuses (e.g. a page already registered, memory it cannot lock)."""
+    drv = driver()
+    (err,) = drv.cuMemHostRegister(ptr, nbytes, drv.CU_MEMHOSTREGISTER_PORTABLE)
+    return err == drv.CUresult.CUDA_SUCCESS
+
+
+def host_unregister(ptr: int) -> None:
+    drv = driver()
+    check(drv.cuMemHostUnregister(ptr), "cuMemHostUnregister")
 
 
 def pointer_space(ptr: int) -> tuple[str | None, int | None]:

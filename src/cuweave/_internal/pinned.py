@@ -17,22 +17,36 @@ Rules, so that pinned memory stays a bounded cache:
   turns the pool off.
 
 The arrays are ordinary NumPy arrays whose ``base`` owns the block.
+
+Operands are uploaded from page-locked memory directly (:func:`page_locked`) when their bytes
+lie in a pool block (a result used as the next operand) or in a NumPy buffer uploaded
+before: a buffer of at least ``_MIN`` bytes is registered with the driver
+(``cuMemHostRegister``, which costs about one copy of it) on its ``_REGISTER_AT``-th (third)
+upload, so a loop over the same host arrays copies them twice and then only DMAs, and an
+array uploaded once or twice never pays for a registration. A registration holds no reference to the array: it is
+undone (``cuMemHostUnregister``) when the array that owns the buffer is collected, before
+NumPy frees the memory, and the least recently used ones are undone to keep at most
+``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default 1024; 0 turns registering off) locked. A buffer
+the driver refuses (a page shared with a registered one, memory it cannot lock) is copied
+as before.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections import deque
+import weakref
+from collections import OrderedDict, deque
 
 import numpy as np
 
 from . import cuda
 
-__all__ = ["owns", "take", "PinnedPool"]
+__all__ = ["owns", "take", "page_locked", "PinnedPool", "Registrations"]
 
 _MIN = 1 << 20  # bytes: smaller results are copied out of the ring as before
 _GRAIN = 1 << 20  # size classes: whole MiB
+_REGISTER_AT = 3  # a NumPy buffer is registered on this upload of it
 
 
 class _Block:
@@ -114,7 +128,74 @@ class PinnedPool:
         self._free.clear()
 
 
+class Registrations:
+    """NumPy buffers registered with the driver, least recently used first (see the module
+    docstring); at most ``cap`` bytes."""
+
+    def __init__(self, cap: int):
+        self.cap = int(cap)
+        self.held = 0
+        # id(owner) -> [weakref to owner, ptr, nbytes, registered]; most recently used last
+        self._entries: OrderedDict = OrderedDict()
+        # reentrant: an owner's collection (its weakref callback, which must undo the
+        # registration before NumPy frees the buffer) may run inside ready() at any allocation
+        self._lock = threading.RLock()
+
+    def ready(self, owner: np.ndarray) -> bool:
+        """Whether ``owner``'s buffer is page-locked now; counts this upload of it and
+        registers it on the ``_REGISTER_AT``-th."""
+        ptr, nbytes = owner.ctypes.data, owner.nbytes
+        key = id(owner)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0]() is not owner or entry[1] != ptr or entry[2] != nbytes:
+                self._forget(key)
+                # [weakref, ptr, nbytes, registered (True, False; None: refused), uploads]
+                self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, nbytes,
+                                      False, 1]
+                return False
+            self._entries.move_to_end(key)
+            if entry[3] is not False:  # registered (True), or refused (None)
+                return bool(entry[3])
+            entry[4] += 1
+            if entry[4] < _REGISTER_AT or nbytes > self.cap:
+                return False
+            while self.held + nbytes > self.cap:
+                self._unregister_oldest()
+            if not cuda.host_register(ptr, nbytes):
+                entry[3] = None  # refused: copied from now on, never asked again
+                return False
+            entry[3] = True
+            self.held += nbytes
+            return True
+
+    def _collected(self, key):
+        def drop(_ref):  # runs before NumPy frees the buffer
+            with self._lock:
+                try:
+                    self._forget(key)
+                except Exception:  # noqa: BLE001 - the driver gone (interpreter exit)
+                    pass
+
+        return drop
+
+    def _forget(self, key) -> None:
+        """Drop an entry, undoing its registration (under the lock)."""
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry[3]:
+            self.held -= entry[2]
+            cuda.host_unregister(entry[1])
+
+    def _unregister_oldest(self) -> None:
+        for key, entry in self._entries.items():
+            if entry[3]:
+                self._forget(key)
+                return
+        raise AssertionError("held bytes without a registration")  # pragma: no cover
+
+
 _POOL = [PinnedPool(int(os.environ.get("CUWEAVE_PINNED_RESULTS_MB", 256)) << 20)]
+_REGISTERED = [Registrations(int(os.environ.get("CUWEAVE_PINNED_OPERANDS_MB", 1024)) << 20)]
 
 
 def take(nbytes: int) -> np.ndarray | None:
@@ -125,3 +206,20 @@ def take(nbytes: int) -> np.ndarray | None:
 def owns(addr: int, nbytes: int) -> bool:
     """:meth:`PinnedPool.owns` of the process's pool."""
     return _POOL[0].owns(addr, nbytes)
+
+
+def page_locked(arr: np.ndarray) -> bool:
+    """Whether the bytes of the dense host array ``arr`` (a view of them) may be DMA-ed from
+    directly: they lie in a pool block, or in a NumPy buffer registered now (see the module
+    docstring). Call it once per upload: it counts the uploads of a buffer."""
+    if arr.nbytes < _MIN:
+        return False
+    owner = arr
+    while isinstance(owner, np.ndarray) and not owner.flags.owndata and owner.base is not None:
+        owner = owner.base
+    if isinstance(owner, _Block):
+        return True
+    if not (isinstance(owner, np.ndarray) and owner.flags.owndata):
+        return False  # memory NumPy does not own (a mapping, bytes, ctypes): copied
+    registrations = _REGISTERED[0]
+    return registrations.cap > 0 and registrations.ready(owner)

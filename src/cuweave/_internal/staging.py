@@ -25,11 +25,13 @@ by the copy threads as soon as the DMA is queued, while the device still compute
 the copies then write into mapped pages. Elsewhere nothing is done
 (``CUWEAVE_PREFAULT=0`` turns it off).
 
-A download into a block of :mod:`.pinned` (a result made for it) is the DMA alone.
+A download into a block of :mod:`.pinned` (a result made for it) is the DMA alone; so is an
+upload (``direct=True``) of an array in page-locked memory (a pool block, a registered buffer).
 
-Pinning the user's arrays instead (``cuMemHostRegister``) is not done: registering costs about
-as much as copying the pages once (the driver walks and locks every page) plus an unregister,
-so for one-shot transfers it never wins over a pipelined copy into an already-pinned arena.
+Registering a user's array in place (``cuMemHostRegister``) costs about as much as copying its
+pages once (the driver walks and locks every page) plus an unregister, so for one-shot
+transfers it never wins over a pipelined copy into an already-pinned arena: :mod:`.pinned`
+registers only arrays uploaded again and again (its third upload).
 """
 
 from __future__ import annotations
@@ -209,17 +211,28 @@ class Stager:
         return _Done
 
     # ------------------------------------------------------------------ transfers
-    def upload(self, src: np.ndarray, dst_ptr: int, stream: int) -> None:
+    def upload(self, src: np.ndarray, dst_ptr: int, stream: int, direct: bool = False) -> None:
         """Copy the bytes of the dense host array ``src`` (own memory order) to ``dst_ptr``."""
-        self.upload_many([(src, dst_ptr)], stream)
+        self.upload_many([(src, dst_ptr)], stream, direct)
 
-    def upload_many(self, items, stream: int) -> None:
+    def upload_many(self, items, stream: int, direct: bool = False) -> None:
         """Upload ``[(host array, device pointer), ...]`` in one pipeline (in list order).
 
         Returns once every piece is queued on ``stream`` (the DMA may still be running; the
-        arena regions stay reserved until it is done).
+        arena regions stay reserved until it is done). ``direct``: the caller waits for
+        ``stream`` before the host arrays may change or go (a run that downloads its result
+        does): arrays in page-locked memory (:func:`.pinned.page_locked`) are then DMA-ed from
+        where they are instead.
         """
         flats = [(host_bytes(src), dst) for src, dst in items]
+        if direct:
+            rest = []
+            for flat, dst in flats:
+                if pinned.page_locked(flat):
+                    cuda.memcpy_async(dst, flat.ctypes.data, flat.size, stream)
+                else:
+                    rest.append((flat, dst))
+            flats = rest
         total = sum(f.size for f, _ in flats)
         if total == 0:
             return

@@ -96,7 +96,8 @@ def build_run(f):
                 given.value = ptr
             if staged:
                 tmp_in.value = bufs.get("in", in_bytes, s)
-                shared_stager().upload(host_in(f), tmp_in.value, s)
+                # direct: the run downloads its result after, waiting for the stream
+                shared_stager().upload(host_in(f), tmp_in.value, s, direct=True)
                 in_c = tmp_in
             elif c2r_copy or (r2c_align and in_c.value % r2c_align):
                 # C2R overwrites its input; R2C needs it aligned: transform a copy

@@ -9,6 +9,7 @@ cache hits, pointers passed to ``cublasLtMatmul``), not numbers. Timing of the s
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 
 import numpy as np
@@ -335,6 +336,36 @@ def test_repeated_host_results_land_in_pooled_pinned_blocks(gpu):
     third = matmul(a, b)  # the function form too; the block came back to the pool
     assert third.ctypes.data == addr and np.array_equal(third.ravel(), want)
     mm.free()
+
+
+def test_host_operands_uploaded_again_are_dma_ed_from_where_they_are(gpu):
+    """The third upload of a NumPy operand registers its buffer (page-locked in place); from
+    then on the run DMAs it directly, and the device still sees exactly its bytes."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1024, 512), dtype=np.float32)  # 2 MiB each
+    b = rng.standard_normal((512, 1024), dtype=np.float32)
+    seen = {}
+    gpu.on_matmul = lambda args: seen.update(a=ctypes.string_at(args[3], 2 << 20),
+                                             b=ctypes.string_at(args[5], 2 << 20))
+    mm = Matmul(a, b)
+    mm.plan()
+    for run in range(4):
+        queued = len(gpu._queue)
+        mm.execute()
+        sources = {src for _dst, src, _n in gpu._queue[queued:]}
+        direct = {a.ctypes.data, b.ctypes.data} <= sources
+        assert direct == (run >= 2), run  # registered by the third upload
+        assert seen["a"] == (b if mm._problem.swap else a).tobytes()
+        assert seen["b"] == (a if mm._problem.swap else b).tobytes()
+    assert sorted(gpu.registered) == sorted([(a.ctypes.data, a.nbytes),
+                                             (b.ctypes.data, b.nbytes)])
+    a[0, 0] = 42.0  # changed in place: the next run reads the new value
+    mm.execute()
+    assert np.frombuffer(seen["b" if mm._problem.swap else "a"], np.float32)[0] == 42.0
+    mm.free()
+    del a, b, mm
+    gc.collect()
+    assert gpu.registered == []  # unregistered when the arrays went
 
 
 # ---- pointer alignment, algorithms and the epilog table -----------------------------------------

@@ -278,7 +278,9 @@ class CudaEngine:
         ptrs = [self.res.get(name, host.nbytes, stream) for name, host in items]
         if self._stager is None:
             self._stager = shared_stager()
-        self._stager.upload_many([(host, p) for (_, host), p in zip(items, ptrs)], stream)
+        # direct: every staged run downloads its result after, waiting for the stream
+        self._stager.upload_many([(host, p) for (_, host), p in zip(items, ptrs)], stream,
+                                 direct=True)
         return ptrs
 
     def download(self, ptr: int, host: np.ndarray, stream: int) -> None:
