@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cuweave._internal import cuda, pinned, staging
+from cuweave._internal.errors import CudaDriverError
 
 MiB = 1 << 20
 
@@ -238,3 +239,15 @@ def test_direct_uploads_dma_page_locked_arrays_and_pipeline_the_rest(fake, regs)
                          (ctypes.addressof(dev[1]), b.ctypes.data, b.nbytes)]
     assert bytes(dev[0]) == a.tobytes() and bytes(dev[1]) == b.tobytes()
     st.close()
+
+
+def test_driver_failures_fall_back_to_ordinary_copies(fake, regs, monkeypatch):
+    def fail(*args):
+        raise CudaDriverError(2, "cuMemHostAlloc", name="CUDA_ERROR_OUT_OF_MEMORY")
+
+    monkeypatch.setattr(cuda, "host_alloc", fail)
+    monkeypatch.setattr(cuda, "host_register", fail)
+    pool = pinned.PinnedPool(64 * MiB)
+    assert pool.take(2 * MiB) is None and pool.take(2 * MiB) is None and pool.held == 0
+    a = np.ones(MiB, np.float32)
+    assert not any(pinned.page_locked(a) for _ in range(4)) and regs.held == 0

@@ -252,8 +252,7 @@ def host_register(ptr: int, nbytes: int) -> bool:
     """Page-lock the existing host memory ``[ptr, ptr + nbytes)`` (portable); False where the
     driver refuses (e.g. a page already registered, memory it cannot lock)."""
     drv = driver()
-    (err,) = drv.cuMemHostRegister(ptr, nbytes, drv.CU_MEMHOSTREGISTER_PORTABLE)
-    return err == drv.CUresult.CUDA_SUCCESS
+    return int(drv.cuMemHostRegister(ptr, nbytes, drv.CU_MEMHOSTREGISTER_PORTABLE)[0]) == 0
 
 
 def host_unregister(ptr: int) -> None:

@@ -23,12 +23,13 @@ lie in a pool block (a result used as the next operand) or in a NumPy buffer upl
 before: a buffer of at least ``_MIN`` bytes is registered with the driver
 (``cuMemHostRegister``, which costs about one copy of it) on its ``_REGISTER_AT``-th (third)
 upload, so a loop over the same host arrays copies them twice and then only DMAs, and an
-array uploaded once or twice never pays for a registration. A registration holds no reference to the array: it is
-undone (``cuMemHostUnregister``) when the array that owns the buffer is collected, before
-NumPy frees the memory, and the least recently used ones are undone to keep at most
+array uploaded once or twice never pays for a registration. A registration holds no
+reference to the array: it is undone (``cuMemHostUnregister``) when the array that owns the
+buffer is collected, before NumPy frees the memory (NumPy refuses to resize an array that has
+weak references), and the least recently used ones are undone to keep at most
 ``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default 1024; 0 turns registering off) locked. A buffer
-the driver refuses (a page shared with a registered one, memory it cannot lock) is copied
-as before.
+the driver refuses (a page shared with a registered one, memory it cannot lock) is copied as
+before, and so is everything when the driver refuses page-locked memory altogether.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from . import cuda
+from .errors import CudaDriverError
 
 __all__ = ["owns", "take", "page_locked", "PinnedPool", "Registrations"]
 
@@ -98,7 +100,10 @@ class PinnedPool:
                     self._release_free()
                 if self.held + size > self.cap:
                     return None
-                ptr = cuda.host_alloc(size)
+                try:
+                    ptr = cuda.host_alloc(size)
+                except CudaDriverError:  # out of page-locked memory: an ordinary array
+                    return None
                 self.held += size
             self._live[ptr] = size
         return np.asarray(_Block(ptr, size, self))[:nbytes]
@@ -162,7 +167,11 @@ class Registrations:
                 return False
             while self.held + nbytes > self.cap:
                 self._unregister_oldest()
-            if not cuda.host_register(ptr, nbytes):
+            try:
+                ok = cuda.host_register(ptr, nbytes)
+            except CudaDriverError:
+                ok = False
+            if not ok:
                 entry[3] = None  # refused: copied from now on, never asked again
                 return False
             entry[3] = True
@@ -171,11 +180,11 @@ class Registrations:
 
     def _collected(self, key):
         def drop(_ref):  # runs before NumPy frees the buffer
-            with self._lock:
-                try:
+            try:
+                with self._lock:
                     self._forget(key)
-                except Exception:  # noqa: BLE001 - the driver gone (interpreter exit)
-                    pass
+            except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+                pass
 
         return drop
 
@@ -184,7 +193,10 @@ class Registrations:
         entry = self._entries.pop(key, None)
         if entry is not None and entry[3]:
             self.held -= entry[2]
-            cuda.host_unregister(entry[1])
+            try:
+                cuda.host_unregister(entry[1])
+            except CudaDriverError:  # e.g. the context is gone: nothing left to undo
+                pass
 
     def _unregister_oldest(self) -> None:
         for key, entry in self._entries.items():
