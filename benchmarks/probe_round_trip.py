@@ -39,6 +39,7 @@ def _impls(n):
     raw = cuda.host_alloc(2 * nbytes)
     reused = np.empty_like(a)
     lockable = a.copy()  # never given to cuweave (whose registrations it must not meet)
+    ta, tb = a.copy(), b.copy()
     pinned.take(nbytes)  # the size's first request gets no block
     block = pinned.take(nbytes).view(np.float32).reshape(n, n)
     stager = Stager()
@@ -95,10 +96,11 @@ def _impls(n):
         "round trip: torch manual, the same copies included": lambda: torch.matmul(
             torch.from_numpy(a.copy()).cuda(), torch.from_numpy(b.copy()).cuda()).cpu().numpy(),
         "round trip: cuweave planned execute()": planned.execute,
-        "round trip: torch manual": lambda: torch.matmul(torch.from_numpy(a).cuda(),
-                                                         torch.from_numpy(b).cuda()).cpu().numpy(),
+        # its own copies: cuweave page-locks a and b in place (the driver would DMA them too)
+        "round trip: torch manual": lambda: torch.matmul(torch.from_numpy(ta).cuda(),
+                                                         torch.from_numpy(tb).cuda()).cpu().numpy(),
     }
-    keep = (da, db, dc, reused, lockable, block, stager, dev, planned)
+    keep = (da, db, dc, reused, lockable, ta, tb, block, stager, dev, planned)
     return impls, raw, keep
 
 
