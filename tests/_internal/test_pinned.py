@@ -11,42 +11,27 @@ import pytest
 
 from cuweave._internal import cuda, pinned, staging
 from cuweave._internal.errors import CudaDriverError
+from tests._internal.test_staging import _FakeCuda
 
 MiB = 1 << 20
 
 
-class _FakeHost:
-    """Page-locked memory is plain host memory; a DMA runs when an event after it is waited
-    for. Records allocations, frees and DMAs."""
+class _FakeHost(_FakeCuda):
+    """test_staging's fake CUDA (a DMA runs when an event after it is waited for), with DMAs
+    anywhere (not only through the ring) and records of allocations, frees, registrations."""
 
     def __init__(self):
-        self.allocs, self.frees, self.dmas, self.queue = [], [], [], []
+        super().__init__()
+        self.allocs, self.frees, self.dmas = [], [], []
         self.registered, self.unregistered, self.refuse = [], [], False
-        self._keep = {}
-        fake = self
-
-        class Event:
-            def __init__(self, timing=True):
-                self.upto = 0
-
-            def record(self, stream=0):
-                self.upto = len(fake.queue)
-                return self
-
-            def synchronize(self):
-                while fake.queue[:self.upto]:
-                    dst, src, n = fake.queue.pop(0)
-                    ctypes.memmove(dst, src, n)
-                    self.upto -= 1
-
-        self.Event = Event
 
     def host_alloc(self, nbytes):
-        buf = ctypes.create_string_buffer(nbytes)
-        ptr = ctypes.addressof(buf)
-        self._keep[ptr] = buf
         self.allocs.append(nbytes)
-        return ptr
+        return super().host_alloc(nbytes)
+
+    def memcpy_async(self, dst, src, nbytes, stream):
+        self.dmas.append((dst, src, nbytes))
+        self.queue.append((dst, src, nbytes))
 
     def host_free(self, ptr):
         self.frees.append(ptr)
@@ -59,10 +44,6 @@ class _FakeHost:
 
     def host_unregister(self, ptr):
         self.unregistered.append(ptr)
-
-    def memcpy_async(self, dst, src, nbytes, stream):
-        self.dmas.append((dst, src, nbytes))
-        self.queue.append((dst, src, nbytes))
 
 
 @pytest.fixture
