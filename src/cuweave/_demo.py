@@ -30,15 +30,18 @@ def _rel_err(x, ref) -> float:
     return float(np.linalg.norm(x - ref) / max(np.linalg.norm(ref), 1e-30))
 
 
-def _median_ms(fn, reps: int = 5) -> float:
-    """Median wall time of ``reps`` calls after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
+def _median_ms(*fns, reps: int = 7) -> list[float]:
+    """Median wall ms of each function over ``reps`` rounds after one warm-up call each, the
+    functions called in turn within every round (a machine's drift hits them alike)."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2] * 1e3
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, t in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+    return [sorted(t)[len(t) // 2] * 1e3 for t in times]
 
 
 def _fft_round_trip(rng, execution, say) -> float:
@@ -52,9 +55,10 @@ def _fft_round_trip(rng, execution, say) -> float:
     e_fwd = _rel_err(y, np.fft.fft(x.astype(np.complex128), axis=1))
     z = cfft.ifft(y, axes=[1], execution=ex, norm="backward")
     e_rt = _rel_err(z, x)
-    t_cw = _median_ms(lambda: cfft.ifft(cfft.fft(x, axes=[1], execution=ex), axes=[1],
-                                        execution=ex, norm="backward"))
-    t_np = _median_ms(lambda: np.fft.ifft(np.fft.fft(x, axis=1), axis=1))
+    t_cw, t_np = _median_ms(
+        lambda: cfft.ifft(cfft.fft(x, axes=[1], execution=ex), axes=[1], execution=ex,
+                          norm="backward"),
+        lambda: np.fft.ifft(np.fft.fft(x, axis=1), axis=1))
     say(f"fft round trip 64x4096 complex64 on {ex}: forward error {e_fwd:.1e}, round-trip "
         f"error {e_rt:.1e}, {t_cw:.2f} ms vs NumPy {t_np:.2f} ms")
     return max(e_fwd, e_rt)
@@ -101,7 +105,7 @@ def main(argv=None) -> int:
         say(f"autotune: {(time.perf_counter() - t0) * 1e3:.1f} ms"
             + (" (a no-op on the CPU)" if mm.execution_space == "cpu" else ""))
         r1 = mm.execute()
-        t_cw = _median_ms(mm.execute)
+        t_cw, t_np = _median_ms(mm.execute, lambda: np.maximum(a @ b + bias[:, None], 0))
         e1 = _rel_err(r1, _reference(a, b, bias))
         say(f"execute: relative error vs float64 NumPy {e1:.2e}, {t_cw:.2f} ms")
         a2 = rng.standard_normal((n, n), dtype=np.float32)
@@ -111,7 +115,6 @@ def main(argv=None) -> int:
         e2 = _rel_err(r2, _reference(a2, b, bias))
         say(f"execute again: relative error {e2:.2e}")
         space = mm.execution_space
-    t_np = _median_ms(lambda: np.maximum(a @ b + bias[:, None], 0))
     ratio = t_np / t_cw
     say(f"time: cuweave {t_cw:.2f} ms vs NumPy {t_np:.2f} ms for the same float32 work: "
         f"{ratio:.2f}x NumPy's speed on {where}"
