@@ -27,6 +27,8 @@ Examples
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import pinned as _pinned
@@ -464,8 +466,7 @@ def _perm_strides(shape, perm) -> tuple:
 
 def _pinned_empty(shape, dtype, perm) -> Operand | None:
     np_dtype = numpy_dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    flat = _pinned.take(count * np_dtype.itemsize)
+    flat = _pinned.take(math.prod(shape) * np_dtype.itemsize)
     if flat is None:
         return None
     x = flat.view(np_dtype).reshape(tuple(shape[p] for p in perm))
