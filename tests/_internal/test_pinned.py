@@ -109,6 +109,20 @@ def test_a_block_dropped_while_the_pool_is_busy_is_filed_later(fake):
     assert pool.take(2 * MiB).ctypes.data == addr
 
 
+def test_a_result_larger_than_the_cap_empties_nothing(fake):
+    pool = pinned.PinnedPool(8 * MiB)
+    pool.take(4 * MiB)
+    x = pool.take(4 * MiB)
+    del x
+    gc.collect()
+    for _ in range(4):  # e.g. a big FFT result and a small matmul result in one loop
+        assert pool.take(16 * MiB) is None
+        y = pool.take(4 * MiB)
+        del y
+        gc.collect()
+    assert fake.frees == [] and len(fake.allocs) == 1
+
+
 def test_a_zero_cap_turns_the_pool_off(fake):
     pool = pinned.PinnedPool(0)
     assert pool.take(4 * MiB) is None and pool.take(4 * MiB) is None
@@ -131,7 +145,7 @@ def test_a_download_into_a_block_is_one_dma(fake, monkeypatch):
     st.close()
 
 
-# ---- operands: registered on their second upload ------------------------------------------------
+# ---- operands: registered on their third upload -------------------------------------------------
 @pytest.fixture
 def regs(fake, monkeypatch):
     r = pinned.Registrations(64 * MiB)
@@ -139,69 +153,115 @@ def regs(fake, monkeypatch):
     return r
 
 
+_DEVICE: list = []  # device buffers (plain host memory here) the direct uploads write
+
+
+def _dma(arr):
+    """One direct upload attempt of ``arr`` (as a flat uint8 view): whether it was queued."""
+    _DEVICE.append(ctypes.create_string_buffer(arr.nbytes))
+    return pinned.dma_from(arr.reshape(-1).view(np.uint8), ctypes.addressof(_DEVICE[-1]), 0)
+
+
 def test_a_buffer_is_registered_on_its_third_upload(fake, regs):
     a = np.ones((1024, 512), np.float32)  # 2 MiB
-    view = a[:, :256]  # not dense, but its owner is a
-    assert not pinned.page_locked(a) and not pinned.page_locked(a) and fake.registered == []
-    assert pinned.page_locked(a.reshape(-1).view(np.uint8))  # a view of it: the same buffer
+    assert not _dma(a) and not _dma(a) and fake.registered == [] and fake.dmas == []
+    assert _dma(a)  # a view of it: the same buffer
     assert fake.registered == [(a.ctypes.data, a.nbytes)] and regs.held == a.nbytes
-    assert pinned.page_locked(a) and len(fake.registered) == 1  # once
-    assert pinned.page_locked(view[:, :0]) is False  # empty: below the minimum
-    del view
+    assert _dma(a) and len(fake.registered) == 1  # once
+    assert [src for _dst, src, _n in fake.dmas] == [a.ctypes.data] * 2
+    assert not _dma(a[:, :0])  # empty: below the minimum
 
 
-def test_a_collected_owner_is_unregistered_before_its_memory_goes(fake, regs):
+def test_counting_uploads_leaves_the_array_resizable(fake, regs):
+    a = np.ones(MiB, np.float32)
+    assert not _dma(a) and not _dma(a)
+    a.resize(2 * MiB, refcheck=False)  # no weak reference until it is registered
+    assert a.shape == (2 * MiB,)
+
+
+def test_a_small_view_never_locks_its_large_owner(fake, regs):
+    big = np.zeros(32 * MiB, np.uint8)
+    for i in range(4):
+        assert not _dma(big[i * MiB:(i + 1) * MiB])
+    assert fake.registered == [] and regs.held == 0
+    half = big[:16 * MiB]
+    assert [_dma(half) for _ in range(3)] == [False, False, True]  # half of it counts
+    assert fake.registered == [(big.ctypes.data, big.nbytes)]
+
+
+def test_a_collected_owner_is_unregistered_after_its_dma_before_its_memory_goes(fake, regs,
+                                                                                 monkeypatch):
     a = np.ones(MiB, np.float32)
     ptr = a.ctypes.data
     for _ in range(3):
-        pinned.page_locked(a)
-    assert regs.held == a.nbytes
+        _dma(a)
+    assert regs.held == a.nbytes and len(fake.queue) > fake.done  # its DMA still queued
     seen = []
-    regs_forget = regs._forget
 
-    def forget(key):  # the buffer must still be readable when its registration is undone
-        seen.append(ctypes.c_float.from_address(ptr).value)
-        regs_forget(key)
+    def unregister(p):  # the DMA must be done and the buffer still readable by now
+        seen.append((fake.done == len(fake.queue), ctypes.c_float.from_address(ptr).value))
+        fake.unregistered.append(p)
 
-    regs._forget = forget
+    monkeypatch.setattr(cuda, "host_unregister", unregister)
     del a
     gc.collect()
-    assert fake.unregistered == [ptr] and seen == [1.0] and regs.held == 0
+    assert fake.unregistered == [ptr] and seen == [(True, 1.0)] and regs.held == 0
+
+
+def test_eviction_waits_for_the_dma_of_the_buffer_it_unlocks(fake, monkeypatch):
+    monkeypatch.setattr(pinned, "_REGISTERED", [pinned.Registrations(3 * MiB)])
+    a = np.full(2 * MiB, 1, np.uint8)
+    b = np.full(2 * MiB, 2, np.uint8)
+    dev = [ctypes.create_string_buffer(2 * MiB) for _ in range(2)]
+    in_flight = []
+
+    def unregister(ptr):  # a queued, not yet run, DMA reading [ptr, ptr + 2 MiB)?
+        in_flight.extend(q for q in fake.queue[fake.done:] if ptr <= q[1] < ptr + 2 * MiB)
+        fake.unregistered.append(ptr)
+
+    monkeypatch.setattr(cuda, "host_unregister", unregister)
+    st = staging.Stager(chunk=MiB // 2, capacity=MiB)
+    for _ in range(3):  # the third registers a, then b (which evicts a, its DMA queued)
+        st.upload_many([(a, ctypes.addressof(dev[0])), (b, ctypes.addressof(dev[1]))], 0,
+                       direct=True)
+        st._drain_busy()
+        fake.Event().record().synchronize()
+    st.close()
+    assert fake.unregistered == [a.ctypes.data] and in_flight == []
+    assert bytes(dev[0]) == a.tobytes() and bytes(dev[1]) == b.tobytes()
 
 
 def test_registrations_stay_under_the_cap_least_recently_used_first(fake, regs):
     arrays = [np.zeros(24 * MiB, np.uint8) for _ in range(3)]  # 72 MiB > 64
     for x in arrays[:2]:
         for _ in range(3):
-            pinned.page_locked(x)
-    pinned.page_locked(arrays[0])  # used again: arrays[1] is now the oldest
-    pinned.page_locked(arrays[2])
-    pinned.page_locked(arrays[2])
-    assert pinned.page_locked(arrays[2])
+            _dma(x)
+    _dma(arrays[0])  # used again: arrays[1] is now the oldest
+    assert [_dma(arrays[2]) for _ in range(3)] == [False, False, True]
     assert fake.unregistered == [arrays[1].ctypes.data] and regs.held == 48 * MiB
 
 
 def test_refused_and_foreign_memory_is_copied(fake, regs):
     fake.refuse = True
     a = np.ones(MiB, np.float32)
-    assert not any(pinned.page_locked(a) for _ in range(3))
+    assert not any(_dma(a) for _ in range(3))
     fake.refuse = False
-    assert not pinned.page_locked(a)  # refused once: never asked again
+    assert not _dma(a)  # refused once: never asked again
     raw = bytearray(4 * MiB)
     b = np.frombuffer(raw, np.float32)  # memory NumPy does not own
-    assert not any(pinned.page_locked(b) for _ in range(3))
+    assert not any(_dma(b) for _ in range(3))
     assert fake.registered == []
 
 
-def test_pool_blocks_are_page_locked_and_a_zero_cap_registers_nothing(fake, monkeypatch):
+def test_pool_blocks_are_dma_ed_and_a_zero_cap_registers_nothing(fake, monkeypatch):
     pool = pinned.PinnedPool(64 * MiB)
     monkeypatch.setattr(pinned, "_POOL", [pool])
     monkeypatch.setattr(pinned, "_REGISTERED", [pinned.Registrations(0)])
     pool.take(2 * MiB)
     block = pool.take(2 * MiB)
-    assert pinned.page_locked(block.view(np.float64)[10:])
+    assert _dma(block.view(np.float64)[10:])
     a = np.ones(MiB, np.float32)
-    assert not any(pinned.page_locked(a) for _ in range(3)) and fake.registered == []
+    assert not any(_dma(a) for _ in range(3)) and fake.registered == []
 
 
 def test_direct_uploads_dma_page_locked_arrays_and_pipeline_the_rest(fake, regs):
@@ -231,4 +291,4 @@ def test_driver_failures_fall_back_to_ordinary_copies(fake, regs, monkeypatch):
     pool = pinned.PinnedPool(64 * MiB)
     assert pool.take(2 * MiB) is None and pool.take(2 * MiB) is None and pool.held == 0
     a = np.ones(MiB, np.float32)
-    assert not any(pinned.page_locked(a) for _ in range(4)) and regs.held == 0
+    assert not any(_dma(a) for _ in range(4)) and regs.held == 0

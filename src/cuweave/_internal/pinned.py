@@ -18,18 +18,25 @@ Rules, so that pinned memory stays a bounded cache:
 
 The arrays are ordinary NumPy arrays whose ``base`` owns the block.
 
-Operands are uploaded from page-locked memory directly (:func:`page_locked`) when their bytes
+Operands are uploaded from page-locked memory directly (:func:`dma_from`) when their bytes
 lie in a pool block (a result used as the next operand) or in a NumPy buffer uploaded
 before: a buffer of at least ``_MIN`` bytes is registered with the driver
 (``cuMemHostRegister``, which costs about one copy of it) on its ``_REGISTER_AT``-th (third)
 upload, so a loop over the same host arrays copies them twice and then only DMAs, and an
-array uploaded once or twice never pays for a registration. A registration holds no
-reference to the array: it is undone (``cuMemHostUnregister``) when the array that owns the
-buffer is collected, before NumPy frees the memory (NumPy refuses to resize an array that has
-weak references), and the least recently used ones are undone to keep at most
-``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default 1024; 0 turns registering off) locked. A buffer
-the driver refuses (a page shared with a registered one, memory it cannot lock) is copied as
-before, and so is everything when the driver refuses page-locked memory altogether.
+array uploaded once or twice never pays for a registration. Only uploads that cover at least
+half of the buffer count (a small view of a large array never locks all of it). Uploads are
+counted without touching the array; a registered one gets a weak reference whose callback
+undoes the registration when the array is collected, before NumPy frees the memory (NumPy
+refuses to resize an array that has weak references: a registered array cannot be resized
+in place). A registration is undone only after the last DMA from it is done, and the least
+recently used ones are undone to keep at most ``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default
+1024; 0 turns registering off) locked. A buffer the driver refuses (a page shared with a
+registered one, memory it cannot lock) is copied as before, and so is everything when the
+driver refuses page-locked memory altogether.
+
+Page-locked memory belongs to the CUDA context: like CuPy's and torch's pinned memory, the
+pool's blocks (and the results in them) do not survive a reset of the primary context
+(``cudaDeviceReset``, ``numba.cuda.close()``).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import numpy as np
 from . import cuda
 from .errors import CudaDriverError
 
-__all__ = ["owns", "take", "page_locked", "PinnedPool", "Registrations"]
+__all__ = ["owns", "take", "dma_from", "PinnedPool", "Registrations"]
 
 _MIN = 1 << 20  # bytes: smaller results are copied out of the ring as before
 _GRAIN = 1 << 20  # size classes: whole MiB
@@ -84,9 +91,9 @@ class PinnedPool:
 
     def take(self, nbytes: int) -> np.ndarray | None:
         """A flat uint8 array of ``nbytes`` in a pooled block, or None (see the rules)."""
-        if nbytes < _MIN or self.cap <= 0:
-            return None
         size = -(-nbytes // _GRAIN) * _GRAIN
+        if nbytes < _MIN or size > self.cap:  # (a result that never fits empties nothing)
+            return None
         with self._lock:
             self._file_returned()
             free = self._free.get(size)
@@ -135,48 +142,82 @@ class PinnedPool:
 
 class Registrations:
     """NumPy buffers registered with the driver, least recently used first (see the module
-    docstring); at most ``cap`` bytes."""
+    docstring); at most ``cap`` bytes.
+
+    Uploads of a buffer are counted without touching the array (a weak reference would stop
+    NumPy from resizing it); from its registration on, the array has a weak reference whose
+    callback undoes the registration. Every direct DMA from a registered buffer records an
+    event, and a registration is undone only once the last DMA from it is done (eviction, the
+    owner collected), so no queued copy ever reads memory that went back to being pageable.
+    """
+
+    _SIGHTINGS = 512  # buffers whose uploads are counted at a time
 
     def __init__(self, cap: int):
         self.cap = int(cap)
         self.held = 0
-        # id(owner) -> [weakref to owner, ptr, nbytes, registered]; most recently used last
+        # id(owner) -> [weakref to owner, ptr, nbytes, event after the last DMA from it];
+        # most recently used last
         self._entries: OrderedDict = OrderedDict()
+        # (id(owner), ptr, nbytes) -> uploads so far (None: refused by the driver)
+        self._sightings: OrderedDict = OrderedDict()
         # reentrant: an owner's collection (its weakref callback, which must undo the
-        # registration before NumPy frees the buffer) may run inside ready() at any allocation
+        # registration before NumPy frees the buffer) may run inside dma() at any allocation
         self._lock = threading.RLock()
 
-    def ready(self, owner: np.ndarray) -> bool:
-        """Whether ``owner``'s buffer is page-locked now; counts this upload of it and
-        registers it on the ``_REGISTER_AT``-th."""
-        ptr, nbytes = owner.ctypes.data, owner.nbytes
-        key = id(owner)
+    def dma(self, owner: np.ndarray, whole: bool, dst: int, src: int, nbytes: int,
+            stream: int) -> bool:
+        """Queue the DMA of ``[src, src + nbytes)`` (inside ``owner``'s buffer) to ``dst`` on
+        ``stream`` if the buffer is registered, registering it on its ``_REGISTER_AT``-th
+        upload (``whole``: the upload covers most of the buffer; a small view of a large
+        buffer never registers it). False: not queued, the caller copies."""
+        ptr, size, key = owner.ctypes.data, owner.nbytes, id(owner)
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or entry[0]() is not owner or entry[1] != ptr or entry[2] != nbytes:
-                self._forget(key)
-                # [weakref, ptr, nbytes, registered (True, False; None: refused), uploads]
-                self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, nbytes,
-                                      False, 1]
-                return False
+            if entry is not None and (entry[0]() is not owner or entry[1] != ptr or
+                                      entry[2] != size):
+                self._forget(key)  # not this array's registration any more
+                entry = None
+            if entry is None:
+                if not (whole and self._count(key, ptr, size)):
+                    return False
+                entry = self._register(owner, key, ptr, size)
+                if entry is None:
+                    return False
             self._entries.move_to_end(key)
-            if entry[3] is not False:  # registered (True), or refused (None)
-                return bool(entry[3])
-            entry[4] += 1
-            if entry[4] < _REGISTER_AT or nbytes > self.cap:
-                return False
-            while self.held + nbytes > self.cap:
-                self._unregister_oldest()
-            try:
-                ok = cuda.host_register(ptr, nbytes)
-            except CudaDriverError:
-                ok = False
-            if not ok:
-                entry[3] = None  # refused: copied from now on, never asked again
-                return False
-            entry[3] = True
-            self.held += nbytes
+            cuda.memcpy_async(dst, src, nbytes, stream)
+            entry[3] = cuda.Event(timing=False).record(stream)
             return True
+
+    def _count(self, key, ptr, size) -> bool:
+        """Count an upload of an unregistered buffer; True on the one that registers it."""
+        seen = self._sightings
+        sk = (key, ptr, size)
+        n = seen.pop(sk, 0)
+        if n is None or size > self.cap:  # refused before, or never fits
+            seen[sk] = None
+            return False
+        if n + 1 >= _REGISTER_AT:
+            return True
+        seen[sk] = n + 1
+        while len(seen) > self._SIGHTINGS:
+            seen.popitem(last=False)
+        return False
+
+    def _register(self, owner, key, ptr, size):
+        while self.held + size > self.cap:
+            self._unregister_oldest()
+        try:
+            ok = cuda.host_register(ptr, size)
+        except CudaDriverError:
+            ok = False
+        if not ok:
+            self._sightings[(key, ptr, size)] = None  # copied from now on, never asked again
+            return None
+        self.held += size
+        entry = self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, size,
+                                      None]
+        return entry
 
     def _collected(self, key):
         def drop(_ref):  # runs before NumPy frees the buffer
@@ -189,18 +230,21 @@ class Registrations:
         return drop
 
     def _forget(self, key) -> None:
-        """Drop an entry, undoing its registration (under the lock)."""
+        """Undo a registration once the last DMA from it is done (under the lock)."""
         entry = self._entries.pop(key, None)
-        if entry is not None and entry[3]:
-            self.held -= entry[2]
-            try:
-                cuda.host_unregister(entry[1])
-            except CudaDriverError:  # e.g. the context is gone: nothing left to undo
-                pass
+        if entry is None:
+            return
+        self.held -= entry[2]
+        try:
+            if entry[3] is not None:
+                entry[3].synchronize()
+            cuda.host_unregister(entry[1])
+        except CudaDriverError:  # e.g. the context is gone: nothing left to undo
+            pass
 
     def _unregister_oldest(self) -> None:
-        for key, entry in self._entries.items():
-            if entry[3]:
+        for key in list(self._entries):  # a snapshot: a collection may drop entries meanwhile
+            if key in self._entries:
                 self._forget(key)
                 return
         raise AssertionError("held bytes without a registration")  # pragma: no cover
@@ -220,18 +264,25 @@ def owns(addr: int, nbytes: int) -> bool:
     return _POOL[0].owns(addr, nbytes)
 
 
-def page_locked(arr: np.ndarray) -> bool:
-    """Whether the bytes of the dense host array ``arr`` (a view of them) may be DMA-ed from
-    directly: they lie in a pool block, or in a NumPy buffer registered now (see the module
-    docstring). Call it once per upload: it counts the uploads of a buffer."""
-    if arr.nbytes < _MIN:
+def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
+    """Queue the DMA of the dense host array ``arr``'s bytes (``arr`` a flat view of them) to
+    ``dst`` on ``stream`` straight from page-locked memory, where they lie in a pool block or
+    in a NumPy buffer registered now (see the module docstring; this counts as an upload of
+    it). False: nothing queued, the caller copies. The caller waits for ``stream`` before the
+    array may change or go."""
+    nbytes = arr.nbytes
+    if nbytes < _MIN:
         return False
     owner = arr
     while isinstance(owner, np.ndarray) and not owner.flags.owndata and owner.base is not None:
         owner = owner.base
     if isinstance(owner, _Block):
+        cuda.memcpy_async(dst, arr.ctypes.data, nbytes, stream)
         return True
     if not (isinstance(owner, np.ndarray) and owner.flags.owndata):
         return False  # memory NumPy does not own (a mapping, bytes, ctypes): copied
     registrations = _REGISTERED[0]
-    return registrations.cap > 0 and registrations.ready(owner)
+    if registrations.cap <= 0:
+        return False
+    return registrations.dma(owner, 2 * nbytes >= owner.nbytes, dst, arr.ctypes.data, nbytes,
+                             stream)

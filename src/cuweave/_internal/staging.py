@@ -47,7 +47,7 @@ import numpy as np
 
 from . import cuda, pinned
 
-__all__ = ["Stager", "host_bytes", "populate", "shared_stager"]
+__all__ = ["Stager", "host_bytes", "populate", "settle", "shared_stager"]
 
 _CHUNK = 2 << 20  # bytes per piece
 _CAPACITY = 32 << 20  # largest pinned arena of one Stager
@@ -221,18 +221,13 @@ class Stager:
         Returns once every piece is queued on ``stream`` (the DMA may still be running; the
         arena regions stay reserved until it is done). ``direct``: the caller waits for
         ``stream`` before the host arrays may change or go (a run that downloads its result
-        does): arrays in page-locked memory (:func:`.pinned.page_locked`) are then DMA-ed from
+        does): arrays in page-locked memory (:func:`.pinned.dma_from`) are then DMA-ed from
         where they are instead.
         """
         flats = [(host_bytes(src), dst) for src, dst in items]
-        if direct:
-            rest = []
-            for flat, dst in flats:
-                if pinned.page_locked(flat):
-                    cuda.memcpy_async(dst, flat.ctypes.data, flat.size, stream)
-                else:
-                    rest.append((flat, dst))
-            flats = rest
+        if direct:  # page-locked arrays: their DMA queued here and now
+            flats = [(flat, dst) for flat, dst in flats
+                     if not pinned.dma_from(flat, dst, stream)]
         total = sum(f.size for f, _ in flats)
         if total == 0:
             return
@@ -317,6 +312,16 @@ class Stager:
 
     def __del__(self):
         self.close()
+
+
+def settle(stream: int) -> None:
+    """Wait for ``stream`` after a run on host operands failed: its direct uploads may still
+    read the user's arrays, which may change or go once the error is raised (a failure of the
+    wait itself is ignored: the run's own error is the one the caller sees)."""
+    try:
+        cuda.synchronize(stream)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _ready(fut) -> bool:

@@ -36,7 +36,7 @@ from .._internal import cuda
 from .._internal.dtypes import ITEMSIZE
 from .._internal.errors import CufftError
 from .._internal.packages import adapter, empty
-from .._internal.staging import shared_stager
+from .._internal.staging import settle, shared_stager
 
 __all__ = ["build_run", "nbytes", "allocate_buffers"]
 
@@ -74,6 +74,7 @@ def build_run(f):
         prev = get_device()
         if prev != device_id:
             set_device(device_id)
+        s = None
         try:
             if stream is not None:
                 s = stream
@@ -135,6 +136,10 @@ def build_run(f):
             if stream is not None and bufs.mark(s):
                 cur[0] = None  # an explicit stream may die: the next run orders by the event
             return res if deliver is None else deliver(res)
+        except BaseException:
+            if staged and s is not None:  # a direct upload may still read the host operand
+                settle(s)
+            raise
         finally:
             if prev != device_id and prev is not None:
                 set_device(prev)  # the caller's device again

@@ -368,6 +368,56 @@ def test_host_operands_uploaded_again_are_dma_ed_from_where_they_are(gpu):
     assert gpu.registered == []  # unregistered when the arrays went
 
 
+def test_a_failing_run_waits_for_its_direct_uploads_before_raising(monkeypatch):
+    """A run on registered host operands whose cublasLtMatmul fails raises only after its
+    stream is done: no DMA from the user's arrays is left queued behind the error (they may
+    be changed or freed right after it), and its autotune too."""
+    state = {"fail": False}
+
+    def native(*args):
+        if state["fail"]:
+            return 13  # CUBLAS_STATUS_EXECUTION_FAILED: nothing read, nothing waited for
+        g._run_until(len(g._queue))
+        return 0
+
+    g = FakeGPU(native_fn=native).install(monkeypatch)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1024, 512), dtype=np.float32)  # 2 MiB
+    b = rng.standard_normal((512, 1024), dtype=np.float32)
+    mm = Matmul(a, b)
+    mm.plan()
+    for _ in range(3):
+        mm.execute()  # the third registers a and b
+    assert len(g.registered) == 2
+    state["fail"] = True
+
+    def failing_tune(self, bind, *args):  # the bound run's uploads queued, then a failure
+        bind()
+        raise CublasLtError(13, "cublasLtMatmul")
+
+    monkeypatch.setattr(_cuda.CudaEngine, "autotune", failing_tune)
+    for attempt in (mm.execute, mm.autotune):
+        start = len(g._queue)
+        with pytest.raises(CublasLtError):
+            attempt()
+        queued = {src for _d, src, _n in g._queue[start:]}
+        assert {a.ctypes.data, b.ctypes.data} <= queued and g._done == len(g._queue)
+    mm.free()
+
+
+def test_uploads_leave_unregistered_arrays_resizable(gpu):
+    a = np.ones((1024, 512), np.float32)
+    b = np.ones((512, 8), np.float32)
+    mm = Matmul(a, b)
+    mm.plan()
+    mm.execute()
+    mm.free()
+    del mm
+    gc.collect()
+    a.resize((2048, 512), refcheck=False)  # counted, not registered: no weak reference
+    assert a.shape == (2048, 512)
+
+
 # ---- pointer alignment, algorithms and the epilog table -----------------------------------------
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._internal import cuda
 from ..._internal.packages import empty, wrap_operand
+from ..._internal.staging import settle
 from ._binding import _A, dense_bytes, perm_from_strides, staged
 from ._checks import scale_value
 from ._layout import remember_aux_frame
@@ -153,7 +154,21 @@ def build_run(mm):
         return (out, aux) if aux else out
 
     lean = not (staged_ or outputs or extras or blocking or squeezed or copies)
-    return run, lean
+    return (_settling(run, current) if staged_ else run), lean
+
+
+def _settling(run, current):
+    """``run`` on host operands, waiting for its stream when it fails (its direct uploads may
+    still read the operands, which the caller may change or drop after the error)."""
+
+    def staged_run(mm, stream=None, algorithm=None, tune=None):
+        try:
+            return run(mm, stream, algorithm, tune)
+        except BaseException:
+            settle(current() if stream is None else stream)
+            raise
+
+    return staged_run
 
 
 # ---- epilog outputs ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ..._internal.logging import get_logger
 from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
 from ..._internal.overlap import check_inplace_target
 from ..._internal.packages import adapter, empty, resolve_stream, wrap_operand
+from ..._internal.staging import settle
 from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import (
@@ -618,7 +619,12 @@ class Matmul(StatefulObject):
             return self._run(self, given, None,
                              tune=lambda a, b, c, d, out: keep.append(out) or (a, b, c, d))
 
-        algos = self._engine.autotune(bind, iterations, prune, s, self._log)
+        try:
+            algos = self._engine.autotune(bind, iterations, prune, s, self._log)
+        except BaseException:
+            if self._host:  # the bound run's direct uploads may still read the operands
+                settle(s)
+            raise
         self._algorithms = algos
         if _autotune_cache.enabled():
             _autotune_cache.store(self._device_id, self._cache_key(self._binding.spec), algos)
