@@ -54,8 +54,9 @@ def test_planned_execute_and_results_fed_back(fresh):
         for _ in range(4):
             assert rel_l2(mm.execute(), want) < 1e-12
     x = a
-    for _ in range(4):  # a pooled result as the next operand: DMA-ed from its block
-        x = matmul(x, a) / 30.0
+    for i in range(4):  # a pooled result as the next operand: DMA-ed from its block
+        x = matmul(x, a, alpha=1 / 30)
+        assert i == 0 or pinned.owns(x.ctypes.data, x.nbytes)
     ref = a
     for _ in range(4):
         ref = ref @ a / 30.0
