@@ -135,8 +135,11 @@ class PinnedPool:
         """Free every free block (under the lock, dropped ones filed)."""
         for size, ptrs in self._free.items():
             for ptr in ptrs:
-                cuda.host_free(ptr)
                 self.held -= size
+                try:
+                    cuda.host_free(ptr)
+                except CudaDriverError:  # e.g. the context was reset: nothing left to free
+                    pass
         self._free.clear()
 
 
