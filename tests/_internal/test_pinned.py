@@ -292,3 +292,22 @@ def test_driver_failures_fall_back_to_ordinary_copies(fake, regs, monkeypatch):
     assert pool.take(2 * MiB) is None and pool.take(2 * MiB) is None and pool.held == 0
     a = np.ones(MiB, np.float32)
     assert not any(_dma(a) for _ in range(4)) and regs.held == 0
+
+
+def test_undoing_a_registration_waits_for_its_dma_on_every_stream(fake, regs, monkeypatch):
+    a = np.ones(MiB, np.float32)
+    flat = a.reshape(-1).view(np.uint8)
+    dev = ctypes.create_string_buffer(a.nbytes)
+    for stream in (1, 1, 1, 2):  # registered on the third; then a DMA on another stream
+        pinned.dma_from(flat, ctypes.addressof(dev), stream)
+    waited = []
+    event_sync = fake.Event.synchronize
+
+    def synchronize(ev):
+        waited.append(ev.upto)
+        event_sync(ev)
+
+    monkeypatch.setattr(fake.Event, "synchronize", synchronize)
+    del a, flat
+    gc.collect()
+    assert sorted(waited) == [1, 2] and len(fake.unregistered) == 1  # both streams' events

@@ -150,17 +150,19 @@ class Registrations:
     Uploads of a buffer are counted without touching the array (a weak reference would stop
     NumPy from resizing it); from its registration on, the array has a weak reference whose
     callback undoes the registration. Every direct DMA from a registered buffer records an
-    event, and a registration is undone only once the last DMA from it is done (eviction, the
-    owner collected), so no queued copy ever reads memory that went back to being pageable.
+    event on its stream, and a registration is undone only once the last DMA from it on every
+    stream is done (eviction, the owner collected), so no queued copy ever reads memory that
+    went back to being pageable.
     """
 
     _SIGHTINGS = 512  # buffers whose uploads are counted at a time
+    _STREAMS = 8  # streams whose last DMA from a buffer is remembered
 
     def __init__(self, cap: int):
         self.cap = int(cap)
         self.held = 0
-        # id(owner) -> [weakref to owner, ptr, nbytes, event after the last DMA from it];
-        # most recently used last
+        # id(owner) -> [weakref to owner, ptr, nbytes, {stream: event after the last DMA from
+        # it on that stream}]; most recently used last
         self._entries: OrderedDict = OrderedDict()
         # (id(owner), ptr, nbytes) -> uploads so far (None: refused by the driver)
         self._sightings: OrderedDict = OrderedDict()
@@ -189,7 +191,11 @@ class Registrations:
                     return False
             self._entries.move_to_end(key)
             cuda.memcpy_async(dst, src, nbytes, stream)
-            entry[3] = cuda.Event(timing=False).record(stream)
+            events = entry[3]  # on each stream, an event after the last DMA from it there
+            events.pop(stream, None)
+            events[stream] = cuda.Event(timing=False).record(stream)
+            while len(events) > self._STREAMS:  # the oldest stream's DMA: long done, surely
+                events.pop(next(iter(events))).synchronize()
             return True
 
     def _count(self, key, ptr, size) -> bool:
@@ -218,8 +224,7 @@ class Registrations:
             self._sightings[(key, ptr, size)] = None  # copied from now on, never asked again
             return None
         self.held += size
-        entry = self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, size,
-                                      None]
+        entry = self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, size, {}]
         return entry
 
     def _collected(self, key):
@@ -239,8 +244,8 @@ class Registrations:
             return
         self.held -= entry[2]
         try:
-            if entry[3] is not None:
-                entry[3].synchronize()
+            for event in entry[3].values():  # every stream's last DMA from it done
+                event.synchronize()
             cuda.host_unregister(entry[1])
         except CudaDriverError:  # e.g. the context is gone: nothing left to undo
             pass
