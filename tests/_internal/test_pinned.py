@@ -123,6 +123,23 @@ def test_a_result_larger_than_the_cap_empties_nothing(fake):
     assert fake.frees == [] and len(fake.allocs) == 1
 
 
+def test_a_result_that_cannot_fit_beside_live_blocks_empties_nothing(fake):
+    pool = pinned.PinnedPool(8 * MiB)
+    pool.take(4 * MiB)
+    live = pool.take(4 * MiB)  # kept by the user
+    pool.take(2 * MiB)
+    y = pool.take(2 * MiB)
+    del y
+    gc.collect()  # a free 2 MiB block; 6 MiB held
+    pool.take(6 * MiB)  # the 6 MiB class's first request
+    for _ in range(4):
+        assert pool.take(6 * MiB) is None  # 4 live + 6 > 8 even with nothing free
+        y = pool.take(2 * MiB)
+        del y
+        gc.collect()
+    assert fake.frees == [] and len(fake.allocs) == 2 and live is not None
+
+
 def test_a_zero_cap_turns_the_pool_off(fake):
     pool = pinned.PinnedPool(0)
     assert pool.take(4 * MiB) is None and pool.take(4 * MiB) is None
@@ -172,11 +189,69 @@ def test_a_buffer_is_registered_on_its_third_upload(fake, regs):
     assert not _dma(a[:, :0])  # empty: below the minimum
 
 
-def test_counting_uploads_leaves_the_array_resizable(fake, regs):
+def test_one_upload_leaves_the_array_resizable(fake, regs):
     a = np.ones(MiB, np.float32)
-    assert not _dma(a) and not _dma(a)
-    a.resize(2 * MiB, refcheck=False)  # no weak reference until it is registered
+    assert not _dma(a)
+    a.resize(2 * MiB, refcheck=False)  # no weak reference before its second upload
     assert a.shape == (2 * MiB,)
+
+
+def test_new_arrays_at_a_dead_ones_address_are_never_registered_for_it(fake, regs):
+    for i in range(9):  # a new array each time (CPython reuses the id and the address)
+        a = np.full(2 * MiB, i, np.uint8)
+        assert not _dma(a)
+        del a
+        gc.collect()
+    x = np.ones((2048, 1024), np.float32)[:, ::2]  # not dense: a new dense copy per upload
+    dev = ctypes.create_string_buffer(x.nbytes)
+    st = staging.Stager(chunk=MiB // 2, capacity=MiB)
+    for _ in range(6):
+        st.upload_many([(x, ctypes.addressof(dev))], 0, direct=True)
+        st._drain_busy()
+        fake.Event().record().synchronize()
+    st.close()
+    assert fake.registered == []
+
+
+def test_counted_buffers_stay_bounded(fake, monkeypatch):
+    r = pinned.Registrations(MiB)  # every 2 MiB buffer is over the cap: never counted
+    monkeypatch.setattr(pinned, "_REGISTERED", [r])
+    keep = [np.zeros(2 * MiB, np.uint8) for _ in range(r._SIGHTINGS + 88)]
+    for x in keep:
+        _dma(x)
+    assert len(r._sightings) <= r._SIGHTINGS
+
+
+def test_a_failed_event_wait_still_undoes_the_registration(fake, regs, monkeypatch):
+    a = np.ones(MiB, np.float32)
+    for _ in range(3):
+        _dma(a)
+
+    def fail(self):
+        raise CudaDriverError(906, "cuEventSynchronize", name="CUDA_ERROR_CAPTURED_EVENT")
+
+    monkeypatch.setattr(fake.Event, "synchronize", fail)
+    ptr = a.ctypes.data
+    del a
+    gc.collect()
+    assert regs.held == 0 and fake.unregistered == [ptr]
+
+
+def test_an_event_failure_after_a_dma_waits_for_it(fake, regs, monkeypatch):
+    a = np.ones(MiB, np.float32)
+    for _ in range(3):
+        _dma(a)
+    synced = []
+    monkeypatch.setattr(cuda, "synchronize", lambda s: synced.append(s) or fake.run_until(
+        len(fake.queue)))
+
+    def fail(*args, **kw):
+        raise CudaDriverError(2, "cuEventCreate", name="CUDA_ERROR_OUT_OF_MEMORY")
+
+    monkeypatch.setattr(cuda, "Event", fail)
+    with pytest.raises(CudaDriverError):
+        _dma(a)
+    assert synced == [0] and fake.done == len(fake.queue)  # no DMA left without an event
 
 
 def test_a_small_view_never_locks_its_large_owner(fake, regs):

@@ -24,11 +24,12 @@ before: a buffer of at least ``_MIN`` bytes is registered with the driver
 (``cuMemHostRegister``, which costs about one copy of it) on its ``_REGISTER_AT``-th (third)
 upload, so a loop over the same host arrays copies them twice and then only DMAs, and an
 array uploaded once or twice never pays for a registration. Only uploads that cover at least
-half of the buffer count (a small view of a large array never locks all of it). Uploads are
-counted without touching the array; a registered one gets a weak reference whose callback
-undoes the registration when the array is collected, before NumPy frees the memory (NumPy
-refuses to resize an array that has weak references: a registered array cannot be resized
-in place). A registration is undone only after the last DMA from it is done, and the least
+half of the buffer count (a small view of a large array never locks all of it). A first
+upload is counted without touching the array; from the second, the array is followed by a
+weak reference, and a registered one has a weak reference whose callback undoes the
+registration when the array is collected, before NumPy frees the memory. NumPy refuses to
+resize an array that has weak references: an array uploaded twice cannot be resized in place
+while it lives. A registration is undone only after the last DMA from it is done, and the least
 recently used ones are undone to keep at most ``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default
 1024; 0 turns registering off) locked. A buffer the driver refuses (a page shared with a
 registered one, memory it cannot lock) is copied as before, and so is everything when the
@@ -104,9 +105,10 @@ class PinnedPool:
                     self._seen.add(size)
                     return None
                 if self.held + size > self.cap:
+                    free = sum(sz * len(ptrs) for sz, ptrs in self._free.items())
+                    if self.held - free + size > self.cap:  # live blocks leave no room
+                        return None
                     self._release_free()
-                if self.held + size > self.cap:
-                    return None
                 try:
                     ptr = cuda.host_alloc(size)
                 except CudaDriverError:  # out of page-locked memory: an ordinary array
@@ -147,12 +149,13 @@ class Registrations:
     """NumPy buffers registered with the driver, least recently used first (see the module
     docstring); at most ``cap`` bytes.
 
-    Uploads of a buffer are counted without touching the array (a weak reference would stop
-    NumPy from resizing it); from its registration on, the array has a weak reference whose
-    callback undoes the registration. Every direct DMA from a registered buffer records an
-    event on its stream, and a registration is undone only once the last DMA from it on every
-    stream is done (eviction, the owner collected), so no queued copy ever reads memory that
-    went back to being pageable.
+    A buffer's first upload is counted without touching the array; from its second, the array
+    is followed by a weak reference (so a new array that took a dead one's ``id`` and address
+    is never taken for it: it gets no registration before its own second upload), and once
+    registered by one whose callback undoes the registration. Every direct DMA from a
+    registered buffer records an event on its stream, and a registration is undone only once
+    the last DMA from it on every stream is done (eviction, the owner collected), so no queued
+    copy ever reads memory that went back to being pageable.
     """
 
     _SIGHTINGS = 512  # buffers whose uploads are counted at a time
@@ -164,7 +167,8 @@ class Registrations:
         # id(owner) -> [weakref to owner, ptr, nbytes, {stream: event after the last DMA from
         # it on that stream}]; most recently used last
         self._entries: OrderedDict = OrderedDict()
-        # (id(owner), ptr, nbytes) -> uploads so far (None: refused by the driver)
+        # (id(owner), ptr, nbytes) -> 1 (one upload seen), a weak reference to the array (two
+        # seen), or None (refused by the driver, or larger than the cap)
         self._sightings: OrderedDict = OrderedDict()
         # reentrant: an owner's collection (its weakref callback, which must undo the
         # registration before NumPy frees the buffer) may run inside dma() at any allocation
@@ -184,34 +188,54 @@ class Registrations:
                 self._forget(key)  # not this array's registration any more
                 entry = None
             if entry is None:
-                if not (whole and self._count(key, ptr, size)):
+                if not (whole and self._count(owner, key, ptr, size)):
                     return False
                 entry = self._register(owner, key, ptr, size)
                 if entry is None:
                     return False
             self._entries.move_to_end(key)
             cuda.memcpy_async(dst, src, nbytes, stream)
+            try:
+                event = cuda.Event(timing=False).record(stream)
+            except BaseException:  # nothing would stand for this DMA: wait for it now
+                try:
+                    cuda.synchronize(stream)
+                except Exception:  # noqa: BLE001 - the event's error is the one raised
+                    pass
+                raise
             events = entry[3]  # on each stream, an event after the last DMA from it there
             events.pop(stream, None)
-            events[stream] = cuda.Event(timing=False).record(stream)
+            events[stream] = event
             while len(events) > self._STREAMS:  # the oldest stream's DMA: long done, surely
                 events.pop(next(iter(events))).synchronize()
             return True
 
-    def _count(self, key, ptr, size) -> bool:
-        """Count an upload of an unregistered buffer; True on the one that registers it."""
+    def _count(self, owner, key, ptr, size) -> bool:
+        """Count an upload of an unregistered buffer; True on the one that registers it (the
+        ``_REGISTER_AT``-th, the third: the first is a number, the second a weak reference,
+        the third the same live array again)."""
         seen = self._sightings
         sk = (key, ptr, size)
-        n = seen.pop(sk, 0)
-        if n is None or size > self.cap:  # refused before, or never fits
-            seen[sk] = None
-            return False
-        if n + 1 >= _REGISTER_AT:
+        v = seen.pop(sk, 0)
+        if v is not None and size <= self.cap and not isinstance(v, int) and v() is owner:
             return True
-        seen[sk] = n + 1
+        if v is None or size > self.cap:  # refused before, or never fits
+            seen[sk] = None
+        elif v == 1:
+            seen[sk] = weakref.ref(owner, self._unseen(sk))
+        else:  # new, or a weak reference to a dead array (its callback not run yet)
+            seen[sk] = 1
         while len(seen) > self._SIGHTINGS:
             seen.popitem(last=False)
         return False
+
+    def _unseen(self, sk):
+        def drop(ref):  # the followed array was collected: forget its uploads
+            with self._lock:
+                if self._sightings.get(sk) is ref:
+                    del self._sightings[sk]
+
+        return drop
 
     def _register(self, owner, key, ptr, size):
         while self.held + size > self.cap:
@@ -243,9 +267,12 @@ class Registrations:
         if entry is None:
             return
         self.held -= entry[2]
-        try:
-            for event in entry[3].values():  # every stream's last DMA from it done
+        for event in entry[3].values():  # every stream's last DMA from it done
+            try:
                 event.synchronize()
+            except CudaDriverError:  # e.g. a captured stream's: nothing queued to wait for
+                pass
+        try:
             cuda.host_unregister(entry[1])
         except CudaDriverError:  # e.g. the context is gone: nothing left to undo
             pass

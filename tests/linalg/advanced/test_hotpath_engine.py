@@ -405,6 +405,16 @@ def test_a_failing_run_waits_for_its_direct_uploads_before_raising(monkeypatch):
     mm.free()
 
 
+def test_a_loop_over_new_operands_registers_none_of_them(gpu):
+    w = np.ones((512, 64), np.float32)
+    rng = np.random.default_rng(0)
+    for _ in range(9):  # each a uploaded once (new arrays reuse the dead ones' id and address)
+        a = rng.standard_normal((1024, 512), dtype=np.float32)
+        matmul(a, w)
+        del a
+    assert gpu.registered == []
+
+
 def test_uploads_leave_unregistered_arrays_resizable(gpu):
     a = np.ones((1024, 512), np.float32)
     b = np.ones((512, 8), np.float32)

@@ -165,7 +165,12 @@ def _settling(run, current):
         try:
             return run(mm, stream, algorithm, tune)
         except BaseException:
-            settle(current() if stream is None else stream)
+            if stream is None:
+                try:
+                    stream = current()
+                except Exception:  # noqa: BLE001 - the run's own error is the one raised
+                    stream = 0
+            settle(stream)
             raise
 
     return staged_run
