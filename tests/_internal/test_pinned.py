@@ -24,6 +24,7 @@ class _FakeHost(_FakeCuda):
         super().__init__()
         self.allocs, self.frees, self.dmas = [], [], []
         self.registered, self.unregistered, self.refuse = [], [], False
+        self.device = 0
 
     def host_alloc(self, nbytes):
         self.allocs.append(nbytes)
@@ -45,12 +46,18 @@ class _FakeHost(_FakeCuda):
     def host_unregister(self, ptr):
         self.unregistered.append(ptr)
 
+    def current_device(self):  # None: this thread has no current context
+        return self.device
+
+    def set_device(self, device_id):
+        self.device = device_id
+
 
 @pytest.fixture
 def fake(monkeypatch):
     f = _FakeHost()
     for name in ("Event", "host_alloc", "host_free", "memcpy_async", "host_register",
-                 "host_unregister"):
+                 "host_unregister", "current_device", "set_device"):
         monkeypatch.setattr(cuda, name, getattr(f, name))
     return f
 
@@ -386,3 +393,13 @@ def test_undoing_a_registration_waits_for_its_dma_on_every_stream(fake, regs, mo
     del a, flat
     gc.collect()
     assert sorted(waited) == [1, 2] and len(fake.unregistered) == 1  # both streams' events
+
+
+def test_a_collection_on_a_thread_without_a_context_makes_the_device_current(fake, regs):
+    a = np.ones(MiB, np.float32)
+    for _ in range(3):
+        _dma(a)
+    fake.device = None  # as on a thread that never touched CUDA
+    del a
+    gc.collect()
+    assert fake.device == 0 and len(fake.unregistered) == 1

@@ -251,7 +251,7 @@ class FakeGPU:
             return (0,)
 
         driver = types.SimpleNamespace(cuStreamWaitEvent=wait, cuCtxSynchronize=ctx_sync)
-        for name, fn in (("set_device", self.set_devices.append),
+        for name, fn in (("set_device", self.set_devices.append), ("current_device", lambda: 0),
                          ("total_memory", lambda d: 1 << 34), ("driver", lambda: driver),
                          ("device_count", lambda: self.devices),
                          ("is_available", lambda: True), ("require", lambda *a: None),

@@ -165,7 +165,7 @@ class Registrations:
         self.cap = int(cap)
         self.held = 0
         # id(owner) -> [weakref to owner, ptr, nbytes, {stream: event after the last DMA from
-        # it on that stream}]; most recently used last
+        # it on that stream}, device current at registration]; most recently used last
         self._entries: OrderedDict = OrderedDict()
         # (id(owner), ptr, nbytes) -> 1 (one upload seen), a weak reference to the array (two
         # seen), or None (refused by the driver, or larger than the cap)
@@ -248,7 +248,10 @@ class Registrations:
             self._sightings[(key, ptr, size)] = None  # copied from now on, never asked again
             return None
         self.held += size
-        entry = self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, size, {}]
+        # the device current now: a collection on a thread with no context makes it current
+        # to wait and unregister (what an uncurrent thread's driver calls would refuse)
+        entry = self._entries[key] = [weakref.ref(owner, self._collected(key)), ptr, size, {},
+                                      cuda.current_device()]
         return entry
 
     def _collected(self, key):
@@ -267,6 +270,11 @@ class Registrations:
         if entry is None:
             return
         self.held -= entry[2]
+        try:
+            if entry[4] is not None and cuda.current_device() is None:
+                cuda.set_device(entry[4])
+        except CudaDriverError:
+            pass
         for event in entry[3].values():  # every stream's last DMA from it done
             try:
                 event.synchronize()
