@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cuweave._internal import cuda, pinned, staging
-from cuweave._internal.errors import CudaDriverError
+from cuweave._internal.errors import CudaDriverError, InvalidOptionError
 from tests._internal.test_staging import _FakeCuda
 
 MiB = 1 << 20
@@ -403,3 +403,25 @@ def test_a_collection_on_a_thread_without_a_context_makes_the_device_current(fak
     del a
     gc.collect()
     assert fake.device == 0 and len(fake.unregistered) == 1
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "1.5"])
+def test_a_bad_limit_is_a_typed_error_at_the_staging_s_first_use(monkeypatch, value):
+    monkeypatch.setenv("CUWEAVE_PINNED_OPERANDS_MB", value)
+    monkeypatch.setattr(pinned, "_POOL", [])
+    monkeypatch.setattr(pinned, "_REGISTERED", [])
+    monkeypatch.setattr(staging, "_SHARED", [])
+    with pytest.raises(InvalidOptionError, match=r"^CUWEAVE_PINNED_OPERANDS_MB must be a "
+                                                 r"non-negative integer \(MiB\), got "):
+        staging.shared_stager()  # before any transfer (plan time for matmul)
+    assert staging._SHARED == [] and isinstance(InvalidOptionError("x"), ValueError)
+
+
+def test_the_limits_are_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("CUWEAVE_PINNED_RESULTS_MB", "0")
+    monkeypatch.setenv("CUWEAVE_PINNED_OPERANDS_MB", "3")
+    monkeypatch.setattr(pinned, "_POOL", [])
+    monkeypatch.setattr(pinned, "_REGISTERED", [])
+    pinned.setup()
+    assert pinned._POOL[0].cap == 0 and pinned._REGISTERED[0].cap == 3 * MiB
+    assert pinned.take(4 * MiB) is None  # off

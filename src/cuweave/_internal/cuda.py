@@ -25,6 +25,7 @@ __all__ = [
     "driver_version",
     "total_memory",
     "synchronize",
+    "settle",
     "memcpy_async",
     "memcpy",
     "stream_wait_event",
@@ -216,6 +217,16 @@ def memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
     if nbytes:
         drv = driver()
         check(drv.cuMemcpyAsync(dst, src, nbytes, stream), "cuMemcpyAsync")
+
+
+def settle(stream: int) -> None:
+    """Wait for ``stream`` on an error path (a failed run whose direct uploads may still read
+    the user's host arrays); a failure of the wait itself is ignored: the error being raised
+    is the one the caller sees."""
+    try:
+        synchronize(stream)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def stream_wait_event(stream: int, event: Event) -> None:

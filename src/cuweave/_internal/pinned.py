@@ -21,9 +21,9 @@ The arrays are ordinary NumPy arrays whose ``base`` owns the block.
 Operands are uploaded from page-locked memory directly (:func:`dma_from`) when their bytes
 lie in a pool block (a result used as the next operand) or in a NumPy buffer uploaded
 before: a buffer of at least ``_MIN`` bytes is registered with the driver
-(``cuMemHostRegister``, which costs about one copy of it) on its ``_REGISTER_AT``-th (third)
-upload, so a loop over the same host arrays copies them twice and then only DMAs, and an
-array uploaded once or twice never pays for a registration. Only uploads that cover at least
+(``cuMemHostRegister``, which costs about one copy of it) on its third upload, so a loop
+over the same host arrays copies them twice and then only DMAs, and an array uploaded once or
+twice never pays for a registration. Only uploads that cover at least
 half of the buffer count (a small view of a large array never locks all of it). A first
 upload is counted without touching the array; from the second, the array is followed by a
 weak reference, and a registered one has a weak reference whose callback undoes the
@@ -50,13 +50,12 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from . import cuda
-from .errors import CudaDriverError
+from .errors import CudaDriverError, InvalidOptionError
 
-__all__ = ["owns", "take", "dma_from", "PinnedPool", "Registrations"]
+__all__ = ["owns", "take", "dma_from", "setup", "PinnedPool", "Registrations"]
 
 _MIN = 1 << 20  # bytes: smaller results are copied out of the ring as before
 _GRAIN = 1 << 20  # size classes: whole MiB
-_REGISTER_AT = 3  # a NumPy buffer is registered on this upload of it
 
 
 class _Block:
@@ -177,8 +176,8 @@ class Registrations:
     def dma(self, owner: np.ndarray, whole: bool, dst: int, src: int, nbytes: int,
             stream: int) -> bool:
         """Queue the DMA of ``[src, src + nbytes)`` (inside ``owner``'s buffer) to ``dst`` on
-        ``stream`` if the buffer is registered, registering it on its ``_REGISTER_AT``-th
-        upload (``whole``: the upload covers most of the buffer; a small view of a large
+        ``stream`` if the buffer is registered, registering it on its third upload
+        (``whole``: the upload covers most of the buffer; a small view of a large
         buffer never registers it). False: not queued, the caller copies."""
         ptr, size, key = owner.ctypes.data, owner.nbytes, id(owner)
         with self._lock:
@@ -198,10 +197,7 @@ class Registrations:
             try:
                 event = cuda.Event(timing=False).record(stream)
             except BaseException:  # nothing would stand for this DMA: wait for it now
-                try:
-                    cuda.synchronize(stream)
-                except Exception:  # noqa: BLE001 - the event's error is the one raised
-                    pass
+                cuda.settle(stream)
                 raise
             events = entry[3]  # on each stream, an event after the last DMA from it there
             events.pop(stream, None)
@@ -211,9 +207,9 @@ class Registrations:
             return True
 
     def _count(self, owner, key, ptr, size) -> bool:
-        """Count an upload of an unregistered buffer; True on the one that registers it (the
-        ``_REGISTER_AT``-th, the third: the first is a number, the second a weak reference,
-        the third the same live array again)."""
+        """Count an upload of an unregistered buffer; True on the one that registers it, the
+        third (the first is recorded as a number, the second as a weak reference, the third
+        is the same live array again)."""
         seen = self._sightings
         sk = (key, ptr, size)
         v = seen.pop(sk, 0)
@@ -293,18 +289,46 @@ class Registrations:
         raise AssertionError("held bytes without a registration")  # pragma: no cover
 
 
-_POOL = [PinnedPool(int(os.environ.get("CUWEAVE_PINNED_RESULTS_MB", 256)) << 20)]
-_REGISTERED = [Registrations(int(os.environ.get("CUWEAVE_PINNED_OPERANDS_MB", 1024)) << 20)]
+_POOL: list = []  # the process's PinnedPool, made by setup()
+_REGISTERED: list = []  # the process's Registrations, made by setup()
+_SETUP_LOCK = threading.Lock()
+
+
+def _limit_bytes(name: str, default_mb: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default_mb << 20
+    try:
+        mb = int(raw)
+    except ValueError:
+        mb = -1
+    if mb < 0:
+        raise InvalidOptionError(f"{name} must be a non-negative integer (MiB), got {raw!r}")
+    return mb << 20
+
+
+def setup() -> None:
+    """Make the process's pool and registry from ``CUWEAVE_PINNED_RESULTS_MB`` and
+    ``CUWEAVE_PINNED_OPERANDS_MB`` (a bad value raises :class:`InvalidOptionError` naming it);
+    the staging calls it when it is first used, before any transfer."""
+    if _POOL and _REGISTERED:
+        return
+    with _SETUP_LOCK:
+        if not _POOL:
+            _POOL.append(PinnedPool(_limit_bytes("CUWEAVE_PINNED_RESULTS_MB", 256)))
+        if not _REGISTERED:
+            _REGISTERED.append(Registrations(_limit_bytes("CUWEAVE_PINNED_OPERANDS_MB", 1024)))
 
 
 def take(nbytes: int) -> np.ndarray | None:
     """:meth:`PinnedPool.take` of the process's pool."""
+    setup()
     return _POOL[0].take(nbytes)
 
 
 def owns(addr: int, nbytes: int) -> bool:
     """:meth:`PinnedPool.owns` of the process's pool."""
-    return _POOL[0].owns(addr, nbytes)
+    return bool(_POOL) and _POOL[0].owns(addr, nbytes)
 
 
 def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
@@ -324,6 +348,7 @@ def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
         return True
     if not (isinstance(owner, np.ndarray) and owner.flags.owndata):
         return False  # memory NumPy does not own (a mapping, bytes, ctypes): copied
+    setup()
     registrations = _REGISTERED[0]
     if registrations.cap <= 0:
         return False

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import cuda, pinned
 
-__all__ = ["Stager", "host_bytes", "populate", "settle", "shared_stager"]
+__all__ = ["Stager", "host_bytes", "populate", "shared_stager"]
 
 _CHUNK = 2 << 20  # bytes per piece
 _CAPACITY = 32 << 20  # largest pinned arena of one Stager
@@ -314,16 +314,6 @@ class Stager:
         self.close()
 
 
-def settle(stream: int) -> None:
-    """Wait for ``stream`` after a run on host operands failed: its direct uploads may still
-    read the user's arrays, which may change or go once the error is raised (a failure of the
-    wait itself is ignored: the run's own error is the one the caller sees)."""
-    try:
-        cuda.synchronize(stream)
-    except Exception:  # noqa: BLE001
-        pass
-
-
 def _ready(fut) -> bool:
     return fut is _Done or fut.done()
 
@@ -339,8 +329,10 @@ _SHARED: list = []
 
 
 def shared_stager() -> Stager:
-    """One process-wide :class:`Stager` (bounds the pinned memory of cached plans)."""
+    """One process-wide :class:`Stager` (bounds the pinned memory of cached plans); its first
+    use also reads the limits of :mod:`.pinned` (a bad one raises before any transfer)."""
     if not _SHARED:
+        pinned.setup()
         with _POOL_LOCK:
             if not _SHARED:
                 _SHARED.append(Stager())

@@ -36,7 +36,7 @@ from .._internal import cuda
 from .._internal.dtypes import ITEMSIZE
 from .._internal.errors import CufftError
 from .._internal.packages import adapter, empty
-from .._internal.staging import settle, shared_stager
+from .._internal.staging import shared_stager
 
 __all__ = ["build_run", "nbytes", "allocate_buffers"]
 
@@ -138,7 +138,7 @@ def build_run(f):
             return res if deliver is None else deliver(res)
         except BaseException:
             if staged and s is not None:  # a direct upload may still read the host operand
-                settle(s)
+                cuda.settle(s)
             raise
         finally:
             if prev != device_id and prev is not None:

@@ -61,14 +61,10 @@ def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
         return np.empty(0, np.uint8)
     if not is_dense(arr):
         return None
-    # the axes in memory order make it C-contiguous: a view (its base chain leads to the
-    # memory's owner, which the staging asks whether it is page-locked)
+    # the axes in memory order make a dense array C-contiguous, so reshape gives a view (its
+    # base chain leads to the memory's owner, which the staging asks whether it is pinned)
     order = sorted(range(arr.ndim), key=lambda i: -arr.strides[i] if arr.shape[i] > 1 else 0)
-    flat = arr.transpose(order).reshape(-1)
-    if flat.ctypes.data == arr.ctypes.data:  # a view (a copy would live elsewhere)
-        return flat.view(np.uint8)
-    buf = (ctypes.c_uint8 * arr.nbytes).from_address(arr.ctypes.data)  # pragma: no cover
-    return np.frombuffer(buf, np.uint8)  # pragma: no cover
+    return arr.transpose(order).reshape(-1).view(np.uint8)
 
 
 class OperandTooLargeError(InvalidOperandError, MemoryError):

@@ -29,7 +29,6 @@ import numpy as np
 
 from ..._internal import cuda
 from ..._internal.packages import empty, wrap_operand
-from ..._internal.staging import settle
 from ._binding import _A, dense_bytes, perm_from_strides, staged
 from ._checks import scale_value
 from ._layout import remember_aux_frame
@@ -170,7 +169,7 @@ def _settling(run, current):
                     stream = current()
                 except Exception:  # noqa: BLE001 - the run's own error is the one raised
                     stream = 0
-            settle(stream)
+            cuda.settle(stream)
             raise
 
     return staged_run

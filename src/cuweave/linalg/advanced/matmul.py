@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from ..._internal import cuda
 from ..._internal.arrays import check_same_place
 from ..._internal.errors import (
     CublasLtError,
@@ -25,7 +26,6 @@ from ..._internal.logging import get_logger
 from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
 from ..._internal.overlap import check_inplace_target
 from ..._internal.packages import adapter, empty, resolve_stream, wrap_operand
-from ..._internal.staging import settle
 from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import (
@@ -623,7 +623,7 @@ class Matmul(StatefulObject):
             algos = self._engine.autotune(bind, iterations, prune, s, self._log)
         except BaseException:
             if self._host:  # the bound run's direct uploads may still read the operands
-                settle(s)
+                cuda.settle(s)
             raise
         self._algorithms = algos
         if _autotune_cache.enabled():
