@@ -70,5 +70,5 @@ def test_repeated_fft_round_trips(fresh):
             x[:, ::7] = 1.0
         y = F.fft(x, axes=(1,), execution="cuda")
         assert rel_l2(y, np.fft.fft(x.astype(np.complex128), axis=1)) < 1e-5, run
-    z = F.ifft(np.asfortranarray(x), axes=(0,), execution="cuda")
+    z = F.ifft(np.asfortranarray(x), axes=(0,), execution="cuda", norm="backward")
     assert rel_l2(z, np.fft.ifft(x.astype(np.complex128), axis=0)) < 1e-5
