@@ -39,10 +39,7 @@ KNOBS = ((8, "suggested"), (8, 4), (16, "suggested"), (16, 4), (16, 16), (16, 32
 # (32, 32) on sm_90 (FFT.valid); the last is left out (fewer, larger blocks)
 HALF_KNOBS = ((4, 4), (4, 8), (8, 4), (8, 8), (8, 16), (16, 8), (16, 16), (32, 16))
 # how kernels move data between global memory and the FFT (see _block_fft_kernel)
-IO_VARIANTS = ("complex", "vector", "stream", "wide", "stream16", "prefetch")
-# "prefetch" blocks each transform GROUPS[i] groups of ffts_per_block FFTs in turn (a grid that
-# many times smaller), loading the next group while the FFT of the current one runs
-PREFETCH_GROUPS = (2, 4, 8)
+IO_VARIANTS = ("complex", "vector", "stream", "wide", "stream16")
 TOLERANCE = 1e-5  # relative error (complex64 FFTs of 256 points: ~1e-7); larger ones lose
 HALF_TOLERANCE = 1e-2  # float16 data and FFTs: ~1e-3
 # each knob choice is screened on its own; the fastest is then measured again, round-robin with
@@ -86,13 +83,12 @@ def _block_fft_kernel(fft, io: str):
       pair of element ``i + 1``, and each hands one element to the other (``shfl.xor`` of
       its two floats).
 
-    * ``prefetch``: 8-byte accesses as ``vector``, in blocks that loop over groups of
-      ``ffts_per_block`` FFTs (the grid ``gridDim.x`` groups wide, fewer blocks than groups),
-      each thread holding the next group's elements in a second register array, loaded before
-      the current group's FFT runs: the loads are in flight while the FFT computes.
-
-    (Another way, 16-byte copies into shared memory and cuFFTDx's shared-memory API
-    ``execute(smem)``, measured 2180-3130 GB/s on the H200, below the first two: dropped.)
+    (Two more ways were measured on the H200 and dropped: 16-byte copies into shared memory and
+    cuFFTDx's shared-memory API ``execute(smem)``, 2180-3130 GB/s, below the first two; and
+    blocks looping over 2, 4 or 8 groups of FFTs, loading the next group into a second register
+    array while the current one's FFT runs, 3172-3720 GB/s against 3754-3837 for ``vector``
+    and ``stream`` in the same run, more groups per block faster but never ahead:
+    ``benchmarks/results/device_fft_prefetch_probe.md``.)
     Returns ``None`` where a way does not apply (the 16-byte ones need an even
     ``elements_per_thread`` and ``stride``).
     """
@@ -122,36 +118,6 @@ def _block_fft_kernel(fft, io: str):
             execute(td, smem)
             for i in range(ept):
                 ys[b, cuda.threadIdx.x + i * stride] = td[i]
-
-        return kernel
-
-    if io == "prefetch":
-
-        @cuda.jit
-        def kernel(x, y):
-            td = cuda.local.array(storage, dtype=vt)
-            ahead = cuda.local.array(storage, dtype=vt)
-            smem = cuda.shared.array(0, dtype=vt)
-            xs, ys = x.view(float32x2_type), y.view(float32x2_type)
-            t, groups = cuda.threadIdx.x, x.shape[0] // fpb
-            g = cuda.blockIdx.x  # the same for the whole block: its loop and syncs agree
-            b = g * fpb + cuda.threadIdx.y
-            if g < groups:
-                for i in range(ept):
-                    ahead[i] = xs[b, t + i * stride]
-            while g < groups:
-                for i in range(ept):
-                    td[i] = ahead[i]
-                g_next = g + cuda.gridDim.x
-                b_next = g_next * fpb + cuda.threadIdx.y
-                if g_next < groups:
-                    for i in range(ept):
-                        ahead[i] = xs[b_next, t + i * stride]
-                execute(td, smem)
-                for i in range(ept):
-                    ys[b, t + i * stride] = td[i]
-                cuda.syncthreads()  # the next group's FFT reuses the shared memory
-                g, b = g_next, b_next
 
         return kernel
 
@@ -248,21 +214,16 @@ def _standalone(results, ffts, iters):
             kernel = _block_fft_kernel(fft, io)
             if kernel is None:
                 continue
-            for per_block in PREFETCH_GROUPS if io == "prefetch" else (1,):
-                grid = BATCH // fft.ffts_per_block // per_block
-                launch = kernel[grid, fft.block_dim, 0, fft.shared_memory_size]
-                y.copy_to_device(zeros)  # a variant must not pass on an earlier one's output
-                launch(x, y)
-                err = np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref)
-                ms = gpu_time_ms(lambda launch=launch: launch(x, y), iters=iters, warmup=3)
-                label = f"cuweave {io} ept={fft.elements_per_thread} fpb={fft.ffts_per_block}"
-                if per_block > 1:
-                    label += f" groups/block={per_block}"
-                results.add(case=case, impl=label, metric="GB/s", value=_gbps(ms), unit="GB/s",
-                            ms=ms, rel_err=float(err), **_resources(kernel))
-                if err < TOLERANCE and (best_ms is None or ms < best_ms):
-                    best, best_ms, best_launch = index, ms, launch
-                    best_io = io if per_block == 1 else f"{io}, {per_block} groups per block"
+            launch = kernel[BATCH // fft.ffts_per_block, fft.block_dim, 0, fft.shared_memory_size]
+            y.copy_to_device(zeros)  # a variant must not pass on an earlier one's output
+            launch(x, y)
+            err = np.linalg.norm(y.copy_to_host() - ref) / np.linalg.norm(ref)
+            ms = gpu_time_ms(lambda launch=launch: launch(x, y), iters=iters, warmup=3)
+            label = f"cuweave {io} ept={fft.elements_per_thread} fpb={fft.ffts_per_block}"
+            results.add(case=case, impl=label, metric="GB/s", value=_gbps(ms), unit="GB/s",
+                        ms=ms, rel_err=float(err), **_resources(kernel))
+            if err < TOLERANCE and (best_ms is None or ms < best_ms):
+                best, best_ms, best_io, best_launch = index, ms, io, launch
     impls = {"cuweave": lambda: best_launch(x, y)}
     cupy, torch = peer("cupy"), peer("torch")
     if cupy is not None:
