@@ -24,6 +24,7 @@ class _FakeHost(_FakeCuda):
         super().__init__()
         self.allocs, self.frees, self.dmas = [], [], []
         self.registered, self.unregistered, self.refuse = [], [], False
+        self.locked, self.queries = [], []  # page-locked ranges (ptr, nbytes); driver queries
         self.device = 0
 
     def host_alloc(self, nbytes):
@@ -41,10 +42,17 @@ class _FakeHost(_FakeCuda):
         if self.refuse:
             return False
         self.registered.append((ptr, nbytes))
+        self.locked.append((ptr, nbytes))
         return True
 
     def host_unregister(self, ptr):
         self.unregistered.append(ptr)
+        self.locked[:] = [(p, n) for p, n in self.locked if p != ptr]
+
+    def pointer_space(self, ptr):  # page-locked: registered here, or "by someone else"
+        self.queries.append(ptr)
+        hit = any(p <= ptr < p + n for p, n in self.locked)
+        return ("pinned", None) if hit else (None, None)
 
     def current_device(self):  # None: this thread has no current context
         return self.device
@@ -57,7 +65,7 @@ class _FakeHost(_FakeCuda):
 def fake(monkeypatch):
     f = _FakeHost()
     for name in ("Event", "host_alloc", "host_free", "memcpy_async", "host_register",
-                 "host_unregister", "current_device", "set_device"):
+                 "host_unregister", "current_device", "set_device", "pointer_space"):
         monkeypatch.setattr(cuda, name, getattr(f, name))
     return f
 
@@ -333,6 +341,79 @@ def test_refused_and_foreign_memory_is_copied(fake, regs):
     b = np.frombuffer(raw, np.float32)  # memory NumPy does not own
     assert not any(_dma(b) for _ in range(3))
     assert fake.registered == []
+
+
+def test_memory_page_locked_by_someone_else_is_dma_ed_never_registered(fake, regs):
+    raw = bytearray(4 * MiB)
+    foreign = np.frombuffer(raw, np.float32)  # e.g. a pinned torch tensor's bytes
+    fake.locked.append((foreign.ctypes.data, foreign.nbytes))  # cudaHostAlloc'd elsewhere
+    assert _dma(foreign) and _dma(foreign[MiB // 4:])  # every upload, the first one too
+    owned = np.ones(MiB, np.float32)  # a NumPy buffer its owner registered itself
+    fake.locked.append((owned.ctypes.data, owned.nbytes))
+    fake.refuse = True  # (the driver refuses to register a page twice)
+    assert all(_dma(owned) for _ in range(4))
+    assert fake.registered == [] and regs.held == 0
+    src = [q[1] for q in fake.dmas]
+    assert src == [foreign.ctypes.data, foreign.ctypes.data + MiB] + [owned.ctypes.data] * 4
+    half = np.ones(2 * MiB, np.uint8)  # locked at its start only: not all of it
+    fake.locked.append((half.ctypes.data, MiB))
+    assert not _dma(half[:2 * MiB - 8])
+
+
+def test_downloads_into_page_locked_memory_are_one_dma(fake, regs):
+    st = staging.Stager(chunk=MiB // 4, capacity=MiB)
+    src = np.random.default_rng(1).integers(0, 256, 2 * MiB, dtype=np.uint8)
+    raw = bytearray(2 * MiB)
+    foreign = np.frombuffer(raw, np.uint8)  # writable memory NumPy does not own
+    fake.locked.append((foreign.ctypes.data, foreign.nbytes))
+    st.download(src.ctypes.data, foreign, 0)
+    assert fake.dmas == [(foreign.ctypes.data, src.ctypes.data, 2 * MiB)]
+    assert np.array_equal(foreign, src)
+    target = np.zeros(2 * MiB, np.uint8)  # an in-place target registered by its uploads
+    for _ in range(3):
+        _dma(target)
+    fake.dmas.clear()
+    st.download(src.ctypes.data, target.reshape(1024, -1)[:, :].reshape(-1), 0)
+    assert fake.dmas == [(target.ctypes.data, src.ctypes.data, 2 * MiB)]
+    assert np.array_equal(target, src) and fake.registered == [(target.ctypes.data, 2 * MiB)]
+    plain = np.zeros(2 * MiB, np.uint8)  # pageable: pieces through the ring, as before
+    fake.dmas.clear()
+    st.download(src.ctypes.data, plain, 0)
+    assert len(fake.dmas) == 8 and np.array_equal(plain, src)
+    st.close()
+
+
+def test_a_download_into_a_registered_buffer_delays_its_unregistering(fake, regs,
+                                                                      monkeypatch):
+    target = np.zeros(2 * MiB, np.uint8)
+    for _ in range(3):
+        _dma(target)
+    fake.Event().record().synchronize()  # the uploads done
+    dev = ctypes.create_string_buffer(b"\x07" * (2 * MiB), 2 * MiB)
+    assert pinned.dma_into(target, ctypes.addressof(dev), 0)  # queued, not run
+    pending = []
+
+    def unregister(ptr):  # the download still queued when its buffer is unlocked?
+        pending.extend(q for q in fake.queue[fake.done:] if q[0] == ptr)
+        fake.unregistered.append(ptr)
+
+    monkeypatch.setattr(cuda, "host_unregister", unregister)
+    regs._unregister_oldest()
+    assert pending == [] and fake.unregistered == [target.ctypes.data]
+    assert (target == 7).all()
+
+
+def test_bytes_of_a_registered_buffer_reached_through_another_owner_are_tracked(fake, regs):
+    a = np.zeros(2 * MiB, np.uint8)
+    for _ in range(3):
+        _dma(a)
+    fake.queries.clear()
+    # the same bytes through an owner that is not an ndarray (as torch.from_numpy(a).numpy())
+    view = np.ctypeslib.as_array((ctypes.c_uint8 * (2 * MiB)).from_address(a.ctypes.data))
+    assert _dma(view)  # found among the registrations by its address
+    entry = regs._entries[id(a)]
+    assert 0 in entry[3]  # the DMA's event is the registration's: unregistering waits for it
+    assert fake.queries == []  # no driver query needed
 
 
 def test_pool_blocks_are_dma_ed_and_a_zero_cap_registers_nothing(fake, monkeypatch):

@@ -72,3 +72,45 @@ def test_repeated_fft_round_trips(fresh):
         assert rel_l2(y, np.fft.fft(x.astype(np.complex128), axis=1)) < 1e-5, run
     z = F.ifft(np.asfortranarray(x), axes=(0,), execution="cuda", norm="backward")
     assert rel_l2(z, np.fft.ifft(x.astype(np.complex128), axis=0)) < 1e-5
+
+
+def _record_dmas(monkeypatch):
+    """Every cuda.memcpy_async as (dst, src, nbytes), still run."""
+    from cuweave._internal import cuda
+
+    seen, real = [], cuda.memcpy_async
+
+    def memcpy_async(dst, src, nbytes, stream):
+        seen.append((dst, src, nbytes))
+        real(dst, src, nbytes, stream)
+
+    monkeypatch.setattr(cuda, "memcpy_async", memcpy_async)
+    return seen
+
+
+def test_memory_page_locked_by_torch_is_dma_ed_in_place(fresh, monkeypatch):
+    torch = pytest.importorskip("torch")
+    a = torch.from_numpy(rng_array((1024, 512), "float32", seed=5)).pin_memory()  # 2 MiB
+    b = torch.from_numpy(rng_array((512, 1024), "float32", seed=6)).pin_memory()
+    dmas = _record_dmas(monkeypatch)
+    d = matmul(a, b)  # CPU tensors: run on the GPU, the result a CPU tensor
+    want = a.numpy().astype(np.float64) @ b.numpy()
+    assert isinstance(d, torch.Tensor) and d.device.type == "cpu"
+    assert rel_l2(d.numpy(), want) < 1e-5
+    # the first call already: one DMA straight from each pinned tensor, nothing registered
+    assert {(src, n) for _dst, src, n in dmas} >= {(a.data_ptr(), a.nbytes),
+                                                  (b.data_ptr(), b.nbytes)}
+    assert fresh[1].held == 0
+
+
+def test_in_place_fft_downloads_into_a_registered_array(fresh, monkeypatch):
+    x = rng_array((512, 1024), "complex64", seed=7)  # 4 MiB
+    want = x.astype(np.complex128)
+    dmas = _record_dmas(monkeypatch)
+    for run in range(4):
+        F.fft(x, axes=(1,), execution="cuda", options={"inplace": True})
+        want = np.fft.fft(want, axis=1)
+        assert rel_l2(x, want) < 1e-4, run
+    # registered on its third upload: the last run's download is one DMA into x itself
+    assert fresh[1].held == x.nbytes
+    assert dmas[-1][0] == x.ctypes.data and dmas[-1][2] == x.nbytes

@@ -267,6 +267,10 @@ class FakeGPU:
         mp.setattr(cuda, "host_register", lambda p, n: self.registered.append((p, n)) or True)
         mp.setattr(cuda, "host_unregister", lambda p: self.registered.remove(
             next(r for r in self.registered if r[0] == p)))
+        # page-locked host memory as the driver reports it: the registered buffers (the fake
+        # pool's blocks are ctypes buffers the driver never saw)
+        mp.setattr(cuda, "pointer_space", lambda p: ("pinned", None) if any(
+            r[0] <= p < r[0] + r[1] for r in self.registered) else (None, None))
         plan_cache.clear()
         mp.setattr(plan_cache, "hits", 0)
         mp.setattr(plan_cache, "misses", 0)

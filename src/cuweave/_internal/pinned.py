@@ -35,6 +35,14 @@ recently used ones are undone to keep at most ``CUWEAVE_PINNED_OPERANDS_MB`` MiB
 registered one, memory it cannot lock) is copied as before, and so is everything when the
 driver refuses page-locked memory altogether.
 
+Memory page-locked by someone else (torch's ``pin_memory``, CuPy's pinned memory, the user's
+own ``cudaHostRegister``), which the driver reports (``cuPointerGetAttribute``), is DMA-ed too,
+from (uploads) and into (downloads: an in-place target, a result the caller handed over);
+so is a download into a buffer registered here, whose DMA is tracked as the uploads' are. Such
+a transfer is queued only where the caller waits for its stream before returning, which is
+what makes it safe for memory cuweave does not own: the caller's arrays are alive and
+unchanged until then.
+
 Page-locked memory belongs to the CUDA context: like CuPy's and torch's pinned memory, the
 pool's blocks (and the results in them) do not survive a reset of the primary context
 (``cudaDeviceReset``, ``numba.cuda.close()``).
@@ -50,9 +58,9 @@ from collections import OrderedDict, deque
 import numpy as np
 
 from . import cuda
-from .errors import CudaDriverError, InvalidOptionError
+from .errors import CudaDriverError, CudaUnavailableError, InvalidOptionError
 
-__all__ = ["owns", "take", "dma_from", "setup", "PinnedPool", "Registrations"]
+__all__ = ["owns", "take", "dma_from", "dma_into", "setup", "PinnedPool", "Registrations"]
 
 _MIN = 1 << 20  # bytes: smaller results are copied out of the ring as before
 _GRAIN = 1 << 20  # size classes: whole MiB
@@ -193,18 +201,55 @@ class Registrations:
                 if entry is None:
                     return False
             self._entries.move_to_end(key)
-            cuda.memcpy_async(dst, src, nbytes, stream)
-            try:
-                event = cuda.Event(timing=False).record(stream)
-            except BaseException:  # nothing would stand for this DMA: wait for it now
-                cuda.settle(stream)
-                raise
-            events = entry[3]  # on each stream, an event after the last DMA from it there
-            events.pop(stream, None)
-            events[stream] = event
-            while len(events) > self._STREAMS:  # the oldest stream's DMA: long done, surely
-                events.pop(next(iter(events))).synchronize()
+            self._queue(entry, dst, src, nbytes, stream)
             return True
+
+    def dma_locked(self, owner, host: int, dst: int, src: int, nbytes: int,
+                   stream: int) -> bool:
+        """Queue the DMA ``src -> dst`` of ``nbytes`` on ``stream`` if its host side ``[host,
+        host + nbytes)`` is page-locked: inside a buffer registered here (tracked as every DMA
+        of a registration is: a download into it, or bytes reached through an object NumPy
+        does not own), or page-locked by someone else (torch's ``pin_memory``, CuPy's pinned
+        memory, the user's own ``cudaHostRegister``), as the driver reports. ``owner``: the
+        NumPy array owning the bytes, or None (found among the registrations by address).
+        False: not queued, the caller copies. The caller waits for ``stream`` before the host
+        memory may change or go."""
+        end = host + nbytes
+        with self._lock:
+            if owner is not None:
+                entry = self._entries.get(id(owner))
+                if entry is not None and not (entry[0]() is owner and entry[1] <= host
+                                              and end <= entry[1] + entry[2]):
+                    entry = None
+            else:
+                entry = next((e for e in self._entries.values()
+                              if e[1] <= host and end <= e[1] + e[2]), None)
+            if entry is not None:
+                self._queue(entry, dst, src, nbytes, stream)
+                return True
+        try:
+            locked = (cuda.pointer_space(host)[0] == "pinned"
+                      and cuda.pointer_space(end - 1)[0] == "pinned")
+        except (CudaDriverError, CudaUnavailableError):  # the driver cannot tell: copied
+            locked = False
+        if locked:  # one allocation holds both ends of one array's bytes: all of them
+            cuda.memcpy_async(dst, src, nbytes, stream)
+        return locked
+
+    def _queue(self, entry, dst: int, src: int, nbytes: int, stream: int) -> None:
+        """Queue a DMA to or from the registered buffer of ``entry`` and record an event
+        after it on ``stream`` (the registration is undone only after it; under the lock)."""
+        cuda.memcpy_async(dst, src, nbytes, stream)
+        try:
+            event = cuda.Event(timing=False).record(stream)
+        except BaseException:  # nothing would stand for this DMA: wait for it now
+            cuda.settle(stream)
+            raise
+        events = entry[3]  # on each stream, an event after the last DMA on it there
+        events.pop(stream, None)
+        events[stream] = event
+        while len(events) > self._STREAMS:  # the oldest stream's DMA: long done, surely
+            events.pop(next(iter(events))).synchronize()
 
     def _count(self, owner, key, ptr, size) -> bool:
         """Count an upload of an unregistered buffer; True on the one that registers it, the
@@ -331,26 +376,53 @@ def owns(addr: int, nbytes: int) -> bool:
     return bool(_POOL) and _POOL[0].owns(addr, nbytes)
 
 
-def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
-    """Queue the DMA of the dense host array ``arr``'s bytes (``arr`` a flat view of them) to
-    ``dst`` on ``stream`` straight from page-locked memory, where they lie in a pool block or
-    in a NumPy buffer registered now (see the module docstring; this counts as an upload of
-    it). False: nothing queued, the caller copies. The caller waits for ``stream`` before the
-    array may change or go."""
-    nbytes = arr.nbytes
-    if nbytes < _MIN:
-        return False
+def _owner(arr: np.ndarray):
+    """The object at the end of ``arr``'s chain of views: the NumPy array owning the bytes, a
+    pool block, or a foreign owner (a torch tensor, a mapping, ...)."""
     owner = arr
     while isinstance(owner, np.ndarray) and not owner.flags.owndata and owner.base is not None:
         owner = owner.base
+    return owner
+
+
+def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
+    """Queue the DMA of the dense host array ``arr``'s bytes (``arr`` a flat view of them) to
+    ``dst`` on ``stream`` straight from page-locked memory, where they lie in a pool block, in
+    a NumPy buffer registered now (see the module docstring; this counts as an upload of it)
+    or in memory page-locked by someone else. False: nothing queued, the caller copies. The
+    caller waits for ``stream`` before the array may change or go."""
+    nbytes = arr.nbytes
+    if nbytes < _MIN:
+        return False
+    owner, src = _owner(arr), arr.ctypes.data
     if isinstance(owner, _Block):
-        cuda.memcpy_async(dst, arr.ctypes.data, nbytes, stream)
+        cuda.memcpy_async(dst, src, nbytes, stream)
         return True
-    if not (isinstance(owner, np.ndarray) and owner.flags.owndata):
-        return False  # memory NumPy does not own (a mapping, bytes, ctypes): copied
     setup()
     registrations = _REGISTERED[0]
-    if registrations.cap <= 0:
+    if isinstance(owner, np.ndarray) and owner.flags.owndata:
+        if registrations.cap > 0 and registrations.dma(owner, 2 * nbytes >= owner.nbytes, dst,
+                                                       src, nbytes, stream):
+            return True
+        owner_known = owner  # not registered here: only the driver can know it page-locked
+    else:
+        owner_known = None  # torch's or CuPy's memory, a mapping: maybe registered here too
+    return registrations.dma_locked(owner_known, src, dst, src, nbytes, stream)
+
+
+def dma_into(arr: np.ndarray, src: int, stream: int) -> bool:
+    """Queue the DMA of ``arr.nbytes`` device bytes at ``src`` into the dense host array
+    ``arr`` (a flat view of its bytes) on ``stream`` where ``arr`` lies in page-locked memory
+    (a pool block, a buffer registered here, memory page-locked by someone else; a download
+    never counts towards registering). False: nothing queued, the caller copies through the
+    ring. The caller waits for ``stream``."""
+    nbytes, dst = arr.nbytes, arr.ctypes.data
+    if owns(dst, nbytes):
+        cuda.memcpy_async(dst, src, nbytes, stream)
+        return True
+    if nbytes < _MIN:
         return False
-    return registrations.dma(owner, 2 * nbytes >= owner.nbytes, dst, arr.ctypes.data, nbytes,
-                             stream)
+    setup()
+    owner = _owner(arr)
+    owned = isinstance(owner, np.ndarray) and owner.flags.owndata
+    return _REGISTERED[0].dma_locked(owner if owned else None, dst, dst, src, nbytes, stream)

@@ -25,8 +25,9 @@ by the copy threads as soon as the DMA is queued, while the device still compute
 the copies then write into mapped pages. Elsewhere nothing is done
 (``CUWEAVE_PREFAULT=0`` turns it off).
 
-A download into a block of :mod:`.pinned` (a result made for it) is the DMA alone; so is an
-upload (``direct=True``) of an array in page-locked memory (a pool block, a registered buffer).
+A download into page-locked memory (a block of :mod:`.pinned`, a result made for it; a buffer
+registered there; memory page-locked by someone else, torch's ``pin_memory`` or CuPy's pinned
+memory) is the DMA alone; so is an upload (``direct=True``) of an array in page-locked memory.
 
 Registering a user's array in place (``cuMemHostRegister``) costs about as much as copying its
 pages once (the driver walks and locks every page) plus an unregister, so for one-shot
@@ -264,9 +265,8 @@ class Stager:
         n = data.size
         if n == 0:
             return
-        if pinned.owns(data.ctypes.data, n):  # page-locked already: the DMA writes it
+        if pinned.dma_into(data, src_ptr, stream):  # page-locked already: the DMA writes it
             with self._lock:
-                cuda.memcpy_async(data.ctypes.data, src_ptr, n, stream)
                 ev = self._event(stream)
                 ev.synchronize()
                 self._events.append(ev)
