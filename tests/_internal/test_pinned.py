@@ -49,10 +49,9 @@ class _FakeHost(_FakeCuda):
         self.unregistered.append(ptr)
         self.locked[:] = [(p, n) for p, n in self.locked if p != ptr]
 
-    def pointer_space(self, ptr):  # page-locked: registered here, or "by someone else"
+    def page_locked(self, ptr, nbytes):  # in one range registered here or "by someone else"
         self.queries.append(ptr)
-        hit = any(p <= ptr < p + n for p, n in self.locked)
-        return ("pinned", None) if hit else (None, None)
+        return any(p <= ptr and ptr + nbytes <= p + n for p, n in self.locked)
 
     def current_device(self):  # None: this thread has no current context
         return self.device
@@ -65,7 +64,7 @@ class _FakeHost(_FakeCuda):
 def fake(monkeypatch):
     f = _FakeHost()
     for name in ("Event", "host_alloc", "host_free", "memcpy_async", "host_register",
-                 "host_unregister", "current_device", "set_device", "pointer_space"):
+                 "host_unregister", "current_device", "set_device", "page_locked"):
         monkeypatch.setattr(cuda, name, getattr(f, name))
     return f
 
@@ -358,6 +357,50 @@ def test_memory_page_locked_by_someone_else_is_dma_ed_never_registered(fake, reg
     half = np.ones(2 * MiB, np.uint8)  # locked at its start only: not all of it
     fake.locked.append((half.ctypes.data, MiB))
     assert not _dma(half[:2 * MiB - 8])
+    two = np.ones(4 * MiB, np.uint8)  # both ends locked, in two allocations: pageable between
+    fake.locked += [(two.ctypes.data, MiB), (two.ctypes.data + 3 * MiB, MiB)]
+    assert not _dma(two[8:])
+
+
+@pytest.mark.parametrize("direction", ["upload", "download"])
+def test_a_registration_made_during_the_driver_query_is_never_taken_for_foreign(
+        fake, regs, monkeypatch, direction):
+    """Another thread's third upload of the same array (a shared weight) while this one asks
+    the driver whether the array is page-locked: it waits for the lookup and the query, so
+    this thread's DMA is either tracked by the registration or made before it exists."""
+    import threading
+
+    a = np.ones(2 * MiB, np.uint8)
+    _dma(a), _dma(a)  # counted twice: the next upload registers it
+    other, real = [], fake.page_locked
+
+    def page_locked(ptr, nbytes):  # the other thread starts in the window the lock covers
+        if not other:
+            other.append(threading.Thread(target=lambda: _dma(a)))
+            other[0].start()
+            other[0].join(timeout=0.2)  # it cannot register now: it waits for the lock
+        return real(ptr, nbytes)
+
+    monkeypatch.setattr(cuda, "page_locked", page_locked)
+    if direction == "upload":  # its bytes through an owner that is not an ndarray
+        view = np.ctypeslib.as_array((ctypes.c_uint8 * a.nbytes).from_address(a.ctypes.data))
+        queued = _dma(view)
+    else:
+        dev = ctypes.create_string_buffer(b"\x07" * (2 * MiB), 2 * MiB)
+        queued = pinned.dma_into(a, ctypes.addressof(dev), 0)
+    other[0].join()
+    assert not queued and regs.held == a.nbytes  # pageable when asked; registered after
+    pending = []
+
+    def unregister(ptr):  # a DMA of a still queued when it is unlocked?
+        pending.extend(q for q in fake.queue[fake.done:]
+                       if a.ctypes.data <= q[0] < a.ctypes.data + a.nbytes
+                       or a.ctypes.data <= q[1] < a.ctypes.data + a.nbytes)
+        fake.unregistered.append(ptr)
+
+    monkeypatch.setattr(cuda, "host_unregister", unregister)
+    regs._unregister_oldest()
+    assert pending == [] and fake.unregistered == [a.ctypes.data]
 
 
 def test_downloads_into_page_locked_memory_are_one_dma(fake, regs):

@@ -72,7 +72,7 @@ def fake(monkeypatch):
     for name in ("Event", "host_alloc", "memcpy_async"):
         monkeypatch.setattr(cuda, name, getattr(f, name))
     monkeypatch.setattr(cuda, "host_free", lambda ptr: None)
-    monkeypatch.setattr(cuda, "pointer_space", lambda ptr: (None, None))  # all pageable
+    monkeypatch.setattr(cuda, "page_locked", lambda ptr, nbytes: False)  # all pageable
     return f
 
 

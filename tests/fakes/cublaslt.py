@@ -269,8 +269,8 @@ class FakeGPU:
             next(r for r in self.registered if r[0] == p)))
         # page-locked host memory as the driver reports it: the registered buffers (the fake
         # pool's blocks are ctypes buffers the driver never saw)
-        mp.setattr(cuda, "pointer_space", lambda p: ("pinned", None) if any(
-            r[0] <= p < r[0] + r[1] for r in self.registered) else (None, None))
+        mp.setattr(cuda, "page_locked", lambda p, n: any(
+            r[0] <= p and p + n <= r[0] + r[1] for r in self.registered))
         plan_cache.clear()
         mp.setattr(plan_cache, "hits", 0)
         mp.setattr(plan_cache, "misses", 0)

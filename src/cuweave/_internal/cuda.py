@@ -34,6 +34,7 @@ __all__ = [
     "host_register",
     "host_unregister",
     "pointer_space",
+    "page_locked",
     "Event",
 ]
 
@@ -290,6 +291,21 @@ def pointer_space(ptr: int) -> tuple[str | None, int | None]:
     if int(kind) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
         return ("pinned", None)
     return (None, None)
+
+
+def page_locked(ptr: int, nbytes: int) -> bool:
+    """Whether the host bytes ``[ptr, ptr + nbytes)`` lie in one page-locked allocation the
+    driver knows (``cuMemHostAlloc``'d or registered, by anyone): the first byte's memory is
+    host memory and the last byte has the same buffer id (one allocation holds both ends, so
+    every byte between them)."""
+    drv = driver()
+    A, ok = drv.CUpointer_attribute, drv.CUresult.CUDA_SUCCESS
+    err, kind = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr)
+    if err != ok or int(kind) != int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
+        return False
+    err, first = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_BUFFER_ID, ptr)
+    err2, last = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_BUFFER_ID, ptr + nbytes - 1)
+    return err == ok and err2 == ok and int(first) == int(last)
 
 
 class Event:

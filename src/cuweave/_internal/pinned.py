@@ -36,7 +36,8 @@ registered one, memory it cannot lock) is copied as before, and so is everything
 driver refuses page-locked memory altogether.
 
 Memory page-locked by someone else (torch's ``pin_memory``, CuPy's pinned memory, the user's
-own ``cudaHostRegister``), which the driver reports (``cuPointerGetAttribute``), is DMA-ed too,
+own ``cudaHostRegister``), which the driver reports (``cuPointerGetAttribute``: both ends of
+the bytes in one page-locked allocation), is DMA-ed too,
 from (uploads) and into (downloads: an in-place target, a result the caller handed over);
 so is a download into a buffer registered here, whose DMA is tracked as the uploads' are. Such
 a transfer is queued only where the caller waits for its stream before returning, which is
@@ -215,6 +216,8 @@ class Registrations:
         False: not queued, the caller copies. The caller waits for ``stream`` before the host
         memory may change or go."""
         end = host + nbytes
+        # one hold of the lock: a registration made between the lookup and the driver's
+        # answer would otherwise be taken for someone else's, its DMA left untracked
         with self._lock:
             if owner is not None:
                 entry = self._entries.get(id(owner))
@@ -227,14 +230,13 @@ class Registrations:
             if entry is not None:
                 self._queue(entry, dst, src, nbytes, stream)
                 return True
-        try:
-            locked = (cuda.pointer_space(host)[0] == "pinned"
-                      and cuda.pointer_space(end - 1)[0] == "pinned")
-        except (CudaDriverError, CudaUnavailableError):  # the driver cannot tell: copied
-            locked = False
-        if locked:  # one allocation holds both ends of one array's bytes: all of them
-            cuda.memcpy_async(dst, src, nbytes, stream)
-        return locked
+            try:
+                locked = cuda.page_locked(host, nbytes)
+            except (CudaDriverError, CudaUnavailableError):  # the driver cannot tell: copied
+                locked = False
+            if locked:
+                cuda.memcpy_async(dst, src, nbytes, stream)
+            return locked
 
     def _queue(self, entry, dst: int, src: int, nbytes: int, stream: int) -> None:
         """Queue a DMA to or from the registered buffer of ``entry`` and record an event
