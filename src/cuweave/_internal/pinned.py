@@ -225,8 +225,10 @@ class Registrations:
                                               and end <= entry[1] + entry[2]):
                     entry = None
             else:
-                entry = next((e for e in self._entries.values()
-                              if e[1] <= host and end <= e[1] + e[2]), None)
+                # a snapshot: a collection (its callback re-enters the lock) may drop entries
+                entry = next((e for e in list(self._entries.values())
+                              if e[1] <= host and end <= e[1] + e[2] and e[0]() is not None),
+                             None)
             if entry is not None:
                 self._queue(entry, dst, src, nbytes, stream)
                 return True
