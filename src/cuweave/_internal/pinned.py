@@ -36,13 +36,12 @@ registered one, memory it cannot lock) is copied as before, and so is everything
 driver refuses page-locked memory altogether.
 
 Memory page-locked by someone else (torch's ``pin_memory``, CuPy's pinned memory, the user's
-own ``cudaHostRegister``), which the driver reports (``cuPointerGetAttribute``: both ends of
-the bytes in one page-locked allocation), is DMA-ed too,
-from (uploads) and into (downloads: an in-place target, a result the caller handed over);
-so is a download into a buffer registered here, whose DMA is tracked as the uploads' are. Such
-a transfer is queued only where the caller waits for its stream before returning, which is
-what makes it safe for memory cuweave does not own: the caller's arrays are alive and
-unchanged until then.
+own ``cudaHostRegister``), which the driver reports (:func:`.cuda.page_locked`: both ends of
+the bytes in one page-locked allocation), is DMA-ed too, from (uploads) and into (downloads:
+an in-place target, a result the caller handed over); so is a download into a buffer
+registered here, whose DMA is tracked as the uploads' are. Such a transfer is queued only
+where the caller waits for its stream before returning, which is what makes it safe for
+memory cuweave does not own: the caller's arrays are alive and unchanged until then.
 
 Page-locked memory belongs to the CUDA context: like CuPy's and torch's pinned memory, the
 pool's blocks (and the results in them) do not survive a reset of the primary context
@@ -408,10 +407,10 @@ def dma_from(arr: np.ndarray, dst: int, stream: int) -> bool:
         if registrations.cap > 0 and registrations.dma(owner, 2 * nbytes >= owner.nbytes, dst,
                                                        src, nbytes, stream):
             return True
-        owner_known = owner  # not registered here: only the driver can know it page-locked
+        known = owner  # not registered here: only the driver can know it page-locked
     else:
-        owner_known = None  # torch's or CuPy's memory, a mapping: maybe registered here too
-    return registrations.dma_locked(owner_known, src, dst, src, nbytes, stream)
+        known = None  # torch's or CuPy's memory, a mapping: maybe registered here too
+    return registrations.dma_locked(known, src, dst, src, nbytes, stream)
 
 
 def dma_into(arr: np.ndarray, src: int, stream: int) -> bool:
