@@ -14,7 +14,8 @@ A stream-ordered allocator over CuPy's pool (any object exposing ``device_ptr``,
 >>> class CupyAllocator(BaseCUDAMemoryManagerAsync):
 ...     def memalloc_async(self, size, stream):
 ...         import cupy
-...         with cupy.cuda.ExternalStream(int(stream.handle)):
+...         # stream: a cuda.core Stream (CuPy < 14: cupy.cuda.ExternalStream(int(stream.handle)))
+...         with cupy.cuda.Stream.from_external(stream):
 ...             return cupy.cuda.alloc(size)      # a cupy.cuda.MemoryPointer (has .ptr)
 >>> allocator = CupyAllocator(0, None)
 >>> options = {"allocator": allocator}            # matmul(a, b, options=options), fft(...)

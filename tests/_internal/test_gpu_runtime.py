@@ -73,6 +73,50 @@ def test_torch_and_cupy_streams_and_pools():
     q.free()
 
 
+def test_cupy_stream_context_is_the_stream_and_warns_of_nothing():
+    """An allocation ordered on a CuPy stream that is not current goes through CuPy's stream
+    protocol (CuPy 14 deprecates ExternalStream); the stream made current is that stream."""
+    import warnings
+
+    cp = pytest.importorskip("cupy")
+    from cuweave._internal.packages import CUPY
+
+    cs = cp.cuda.Stream(non_blocking=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        ctx = CUPY.stream_context(cs.ptr, 0)
+        with ctx:
+            assert cp.cuda.get_current_stream().ptr == cs.ptr
+        q = allocate(1 << 20, package="cupy", device_id=0, stream=cs.ptr)
+    q.free()
+    cs.synchronize()  # the wrapping stream did not destroy the user's stream
+    assert cp.cuda.get_current_stream().ptr != cs.ptr
+
+
+def test_docstring_cupy_allocator_allocates_on_the_stream():
+    cp = pytest.importorskip("cupy")
+    from cuweave.linalg.advanced import matmul
+    from cuweave.memory import BaseCUDAMemoryManagerAsync
+
+    seen = []
+
+    class CupyAllocator(BaseCUDAMemoryManagerAsync):  # as in cuweave.memory's docstring
+        def memalloc_async(self, size, stream):
+            with cp.cuda.Stream.from_external(stream):
+                seen.append((size, cp.cuda.get_current_stream().ptr))
+                return cp.cuda.alloc(size)
+
+    if not hasattr(cp.cuda.Stream, "from_external"):
+        pytest.skip("CuPy < 14 has no Stream.from_external")
+    cs = cp.cuda.Stream(non_blocking=True)
+    with cs:
+        a = cp.arange(64 * 64, dtype=cp.float32).reshape(64, 64) / 4096
+        out = matmul(a, a, options={"allocator": CupyAllocator(0, None)})
+        assert cp.allclose(out, a @ a, rtol=1e-5)
+    assert seen and all(ptr == cs.ptr for _, ptr in seen)
+    assert any(size >= out.nbytes for size, _ in seen)
+
+
 def test_cuda_core_stream_and_default_pool():
     from cuda.core import Device
 

@@ -73,6 +73,45 @@ def test_cupy_results_are_made_on_the_operands_device(cupy):
     assert kind == "transposed" and base.shape == (6, 4) and axes == (1, 0)
 
 
+def _stream_classes(cupy, modern: bool):
+    """CuPy's stream classes: CuPy 14's (``Stream.from_external``, the CUDA stream protocol)
+    or older ones (``ExternalStream`` only); each records what made it."""
+    made = []
+
+    class Stream:
+        null = "null stream"
+
+    def external(ptr, device_id=-1):
+        made.append(("ExternalStream", ptr, device_id, cupy.current))
+        return "external"
+
+    def from_external(obj):
+        made.append(("from_external", obj.__cuda_stream__(), cupy.current))
+        return "from_external"
+
+    if modern:
+        Stream.from_external = staticmethod(from_external)
+    cupy.cuda.Stream, cupy.cuda.ExternalStream = Stream, external
+    return made
+
+
+def test_cupy_14_streams_come_through_the_stream_protocol(cupy):
+    """CuPy 14 deprecates ExternalStream: a stream handle goes to Stream.from_external as an
+    object whose __cuda_stream__ is (0, handle), on the stream's device."""
+    made = _stream_classes(cupy, modern=True)
+    assert packages.CUPY.stream_context(0x777, 1) == "from_external"
+    assert made == [("from_external", (0, 0x777), 1)]
+    assert packages.CUPY.stream_context(0x501, 1) is None  # already current there
+    assert packages.CUPY.stream_context(0, 1) == "null stream"
+    assert len(made) == 1
+
+
+def test_older_cupy_streams_come_through_external_stream(cupy):
+    made = _stream_classes(cupy, modern=False)
+    assert packages.CUPY.stream_context(0x777, 1) == "external"
+    assert made == [("ExternalStream", 0x777, 1, 1)]
+
+
 def test_dtypes_cupy_lacks_come_back_as_device_arrays(cupy, monkeypatch):
     made = []
 

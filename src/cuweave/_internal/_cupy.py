@@ -67,7 +67,14 @@ class CupyAdapter(Adapter):
         with cupy.cuda.Device(device_id):
             if cupy.cuda.get_current_stream().ptr == stream:
                 return None
-        return cupy.cuda.ExternalStream(stream, device_id) if stream else cupy.cuda.Stream.null
+            if not stream:
+                return cupy.cuda.Stream.null
+            # CuPy 14 deprecates ExternalStream for Stream.from_external (the CUDA stream
+            # protocol; it asks the driver for the stream's device)
+            from_external = getattr(cupy.cuda.Stream, "from_external", None)
+            if from_external is None:
+                return cupy.cuda.ExternalStream(stream, device_id)
+            return from_external(_StreamHandle(stream))
 
     def allocate_bytes(self, nbytes, device_id, stream) -> MemoryPointer:
         mem = self.on_stream(stream, device_id, self._cupy().cuda.alloc, nbytes)
@@ -191,3 +198,15 @@ class CupyAdapter(Adapter):
 CUPY = CupyAdapter()
 # registered here, where the class is defined (``packages`` imports this module at its end)
 ADAPTERS["cupy"] = CUPY
+
+
+class _StreamHandle:
+    """A raw ``cudaStream_t`` under the CUDA stream protocol (``__cuda_stream__``)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
