@@ -665,6 +665,34 @@ def test_warm_kernels_generates_every_device_function_first(mathdx, link_sm90, t
     assert len(errors) == 1 and "no_such_builder" in errors[0]
 
 
+def test_warm_kernels_knows_and_makes_pointer_executes(mathdx, monkeypatch):
+    """A kernel's pointer execute (``MM.execute(alpha, a, b, beta, c)``) as warm_kernels sees
+    it: missing from the disk cache until generated, then found, and the kernel's own
+    compilation takes it from the cache (H200 2026-12-02: the check looked for a cache helper
+    that was gone, so every kernel with a pointer execute failed to warm)."""
+    from cuweave.device import _blas_mathdx, _blas_numba, _cache
+    from cuweave.device._warm import _generate_request, _generated
+    from cuweave.device.matmul import Matmul
+
+    made = []
+
+    def compile_execute(spec, block_dim, ld, dynamic_ld=False):
+        made.append(dynamic_ld)
+        return b"ltoir", f"execute_{len(made)}"
+
+    monkeypatch.setattr(_blas_mathdx, "compile_execute", compile_execute)
+    mm = Matmul((24, 16, 8), np.float64, "real", arrangement=(ROW, COL, COL), sm=90,
+                block_size=32)
+    for dynamic_ld in (False, True):
+        request = ("execute", mm, dynamic_ld)
+        assert not _generated(request)
+        assert _generate_request(request) is None
+        assert _generated(request)
+    assert made == [False, True]
+    _cache.clear_memory()  # from the disk now
+    assert _blas_numba._execute_code(mm, True)["symbol"] == "execute_2" and len(made) == 2
+
+
 def test_integer_precisions(mathdx, link_sm90):
     """nvmath-python 1.0's integer GEMMs: int8 A and B with an int32 C (traits on the CPU, the
     pointer execute links for sm_90); complex integers do not exist in NumPy."""

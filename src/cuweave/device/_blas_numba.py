@@ -137,6 +137,12 @@ def _linkable(code: dict):
     return obj
 
 
+def execute_parts(mm: Matmul, dynamic_ld: bool = False) -> list:
+    """The disk-cache key parts of ``mm``'s pointer execute (:func:`_execute_code`)."""
+    return [list(mm._resolved.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
+            _versions()]
+
+
 def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
     spec = mm._resolved
 
@@ -146,8 +152,7 @@ def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
                                                      dynamic_ld=dynamic_ld)
         return {"traits": None, "symbol": symbol, "ltoir": ltoir}
 
-    return _cache.cached([list(spec.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
-                   _versions()], build)
+    return _cache.cached(execute_parts(mm, dynamic_ld), build)
 
 
 def _device_call(context, builder, mm: Matmul, kind: str, tensors: tuple, values,

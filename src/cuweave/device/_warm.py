@@ -121,46 +121,35 @@ def _kernel_requests(target) -> list | str:
                          device=False, abi="numba")
         finally:
             _blas_numba._execute_code, _blas_numba._link, _blas_groups.require = real
-        return [r for r in found if not _generated(r, real[0])]
+        return [r for r in found if not _generated(r)]
     except Exception as e:
         return f"{target[1]}: {type(e).__name__}: {e}"
 
 
-def _generated(request, execute_code, generate=False) -> bool:
+def _generated(request, generate=False) -> bool:
     """Whether ``request``'s code is in the disk cache (with ``generate``: made so).
 
     ``request`` is ``('execute', mm, dynamic_ld)`` (a pointer execute), ``('function',
     Request)`` (one tensor device function) or, to generate, ``('function', [Request, ...])``:
     the tensor device functions of one GEMM description, generated in one compilation."""
-    from . import _blas_groups, _blas_numba
+    from . import _blas_groups, _blas_numba, _cache
 
     if request[0] == "function":
         if generate:
             _blas_groups.generate(list(request[1]))
             return True
         return _blas_groups.is_cached(request[1])
-    saved = _blas_numba._entry
-    if not generate:
-        def probe(parts, build):
-            from . import _cache
-
-            return _cache.load(_cache.make_key(parts)) or {"missing": True}
-
-        _blas_numba._entry = probe
-    try:
-        entry = execute_code(*request[1:])
-    finally:
-        _blas_numba._entry = saved
-    return "missing" not in entry
+    if generate:
+        _blas_numba._execute_code(*request[1:])
+        return True
+    return _cache.load(_cache.make_key(_blas_numba.execute_parts(*request[1:]))) is not None
 
 
 def _generate_request(request) -> str | None:
     """Worker: generate one pointer execute, or the tensor functions of one GEMM description,
     into the disk cache."""
     try:
-        from . import _blas_numba
-
-        _generated(request, _blas_numba._execute_code, True)
+        _generated(request, generate=True)
     except Exception as e:
         return f"{'execute' if request[0] == 'execute' else 'functions'}: {type(e).__name__}: {e}"
     return None
