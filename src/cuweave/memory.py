@@ -2,8 +2,10 @@
 
 Pass an instance of a :class:`BaseCUDAMemoryManager` or :class:`BaseCUDAMemoryManagerAsync`
 subclass as the ``allocator`` option of :mod:`cuweave.fft` and :mod:`cuweave.linalg.advanced`
-to take results' and workspaces' memory from your own pool. Without one, memory comes from the
-operands' package pool (torch, CuPy), else from a ``cuda.core`` memory resource.
+to take workspaces' memory from your own pool (and that of the results of operands whose
+package has no pool: other DLPack producers). Without one, memory comes from the operands'
+package pool (torch, CuPy), else from a ``cuda.core`` memory resource. Results of torch and
+CuPy operands always come from their package's pool, as nvmath-python's do.
 
 Examples
 --------
