@@ -7,9 +7,11 @@ Cases:
   ``MM.execute(alpha, A, B, beta, C)``, one GEMM per block), the opaque-tensor API with one
   GEMM per block (cuBLASDx's 16-byte asynchronous copies, a register accumulator stored
   straight from registers), and the *pipelined* tensor kernel: ``per`` consecutive GEMMs per
-  block with A and B double-buffered in shared memory (the copies of GEMM ``g + 1`` run
-  while GEMM ``g`` computes) and C staged through shared memory for 16-byte stores. Every
-  variant is reported; ``cuweave`` is the fastest. GFLOP/s counts ``2 m n k`` per GEMM.
+  block, C staged through shared memory for 16-byte stores, with A and B either
+  double-buffered in shared memory (2 stages: the copies of GEMM ``g + 1`` run while GEMM
+  ``g`` computes) or in one stage (half the shared memory, so twice the blocks per SM keep
+  copies in flight), at the suggested block size and a larger one. Every variant is
+  reported; ``cuweave`` is the fastest. GFLOP/s counts ``2 m n k`` per GEMM.
 * a fused ``relu(X @ W + bias)`` (the layer of examples/device/gemm_fused_bias_relu.py, a
   small batch of 256 rows) against cuBLASLt with the RELU_BIAS epilog (a planned
   ``cuweave.linalg.advanced.Matmul``, same operands) and torch's ``addmm`` + ``relu``. Each
@@ -34,6 +36,12 @@ from harness import gpu_time_ms, peer
 
 BATCH, S = 100_000, 64
 PER = (1, 4, 16)             # GEMMs per block tried with the pipelined kernel
+STAGES = (1, 2)              # A/B buffers in shared memory of the pipelined kernel
+# block sizes of the pipelined kernel: cuBLASDx's suggestion (fp16: 64 threads, fp64: 128)
+# and larger ones, more warps to hide the latency of each GEMM's loads and MMAs (H200
+# 2026-12-02, results/device_matmul_batched_probe.md: fp16 fastest at 256 threads, fp64 at
+# 256; fp64 at 512 threads was 20% slower and is left out)
+BLOCKS = {"float16": ("suggested", 128, 256), "float64": ("suggested", 256)}
 GRAPH_CALLS = 20
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples", "device")
@@ -52,9 +60,10 @@ def run(results, quick: bool) -> None:
 # (what, dtype or tile) of every kernel below; their cuBLASDx code is generated first, in
 # parallel processes (one compilation per GEMM description).
 _FUSED_TILES = ((32, 32, 64), (64, 64, 64), (32, 32, 512), (16, 32, 512))
-_KERNELS = [(what, dt) for dt in ("float16", "float64")
-            for what in ("pointer", "tensor", "pipelined")]
-_KERNELS += [("fused", None)] + [("fused", tile) for tile in _FUSED_TILES]
+_BATCHED = [(what, dt) for dt in ("float16", "float64") for what in ("pointer", "tensor")]
+_BATCHED += [("pipelined", (dt, block, stages)) for dt, blocks in BLOCKS.items()
+             for block in blocks for stages in STAGES]
+_KERNELS = _BATCHED + [("fused", None)] + [("fused", tile) for tile in _FUSED_TILES]
 
 
 def _example_module():
@@ -65,18 +74,20 @@ def _example_module():
     return ex
 
 
-def _batched_mm(dtype, sm=None):
+def _batched_mm(dtype, sm=None, block_size="suggested"):
     from cuweave.device import MAX_ALIGNMENT
     from cuweave.device.matmul import Matmul
 
     # 16-byte aligned operands (MAX_ALIGNMENT): cuBLASDx's vector loads of shared memory
     # (ldmatrix) instead of element loads
     return Matmul((S, S, S), dtype, "real", arrangement=("row_major",) * 3,
-                  block_size="suggested", alignment=MAX_ALIGNMENT, sm=sm)
+                  block_size=block_size, alignment=MAX_ALIGNMENT, sm=sm)
 
 
 def _build(what, arg, sm=None):
-    """``(kernel, signature)`` of one benchmark kernel (see ``_KERNELS``)."""
+    """``(kernel, signature)`` of one benchmark kernel (see ``_KERNELS``): ``arg`` is the
+    dtype name of the pointer and tensor kernels, ``(dtype name, block size, stages)`` of the
+    pipelined one, the tile (or None: the example's kernel) of the fused one."""
     from numba.cuda import types
 
     if what == "fused":
@@ -84,13 +95,15 @@ def _build(what, arg, sm=None):
         kernel = ex.build()[1] if arg is None else _fused_kernel(*arg, sm=sm)[1]
         f16, f32 = types.float16[:, ::1], types.float32
         return kernel, (f16, f16, f32[::1], f32[:, ::1])
-    dtype = np.dtype(arg).type
-    MM = _batched_mm(dtype, sm)
-    builders = {"pointer": _pointer_kernel, "tensor": _tensor_kernel,
-                "pipelined": _pipelined_kernel}
-    kernel = builders[what](MM)[0]
-    arr = types.Array(_numba_type(dtype), 3, "C")
-    return kernel, (arr, arr, arr, types.int32) if what == "pipelined" else (arr, arr, arr)
+    if what == "pipelined":
+        name, block, stages = arg
+        kernel = _pipelined_kernel(_batched_mm(np.dtype(name).type, sm, block), stages)[0]
+        arr = types.Array(_numba_type(name), 3, "C")
+        return kernel, (arr, arr, arr, types.int32)
+    MM = _batched_mm(np.dtype(arg).type, sm)
+    kernel = {"pointer": _pointer_kernel, "tensor": _tensor_kernel}[what](MM)[0]
+    arr = types.Array(_numba_type(arg), 3, "C")
+    return kernel, (arr, arr, arr)
 
 
 def _target(what, arg):
@@ -101,20 +114,22 @@ def _target(what, arg):
     return kernel.py_func, sig, default_sm()
 
 
-def _prewarm() -> None:
-    """Generate every kernel's cuBLASDx code first (libmathdx is serial and CPU-bound: one
-    process per GEMM description); the timed runs then find it in the disk cache."""
+def _prewarm(kernels=None) -> None:
+    """Generate the cuBLASDx code of ``kernels`` (default: every kernel, ``_KERNELS``) first
+    (libmathdx is serial and CPU-bound: one process per GEMM description); the timed runs
+    then find it in the disk cache."""
     from cuweave.device._warm import warm_kernels
 
+    kernels = _KERNELS if kernels is None else kernels
     t0 = time.perf_counter()
     try:
         errors = warm_kernels([(os.path.abspath(__file__), "_target", what, arg)
-                               for what, arg in _KERNELS])
+                               for what, arg in kernels])
     except Exception as e:  # not fatal: the kernels compile serially below
         errors = [f"{type(e).__name__}: {e}"]
     for e in errors:
         print(f"   prewarm: {e}")
-    print(f"   prewarm of {len(_KERNELS)} kernels: {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"   prewarm of {len(kernels)} kernels: {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def _allow_smem(kernel, sig, nbytes: int) -> None:
@@ -202,11 +217,12 @@ def _tensor_kernel(MM):
     return kernel, (b_off + lb.cosize) * np.dtype(ta).itemsize
 
 
-def _pipelined_kernel(MM):
-    """``per`` consecutive GEMMs per block (the last argument): A and B of GEMM ``g + 1`` are
-    copied asynchronously into the other half of shared memory while GEMM ``g`` computes; C
-    goes from the register accumulator to shared memory (over the A/B buffer just used) and
-    out in 16-byte stores."""
+def _pipelined_kernel(MM, stages=2):
+    """``per`` consecutive GEMMs per block (the last argument). With 2 ``stages``, A and B of
+    GEMM ``g + 1`` are copied asynchronously into the other half of shared memory while GEMM
+    ``g`` computes; with 1, after GEMM ``g``'s C has left shared memory (half the shared
+    memory per block). C goes from the register accumulator to shared memory (over the A/B
+    buffer just used) and out in 16-byte stores."""
     from numba import cuda
 
     from cuweave.device.matmul import clear, copy, copy_fragment, copy_wait, make_tensor
@@ -230,10 +246,10 @@ def _pipelined_kernel(MM):
             copy(make_tensor(b[first], MM.get_layout_gmem_b()),
                  make_tensor(smem[b_off:b_off + lb.cosize], lb), alignment=16)
         for g in range(first, last):
-            cur = ((g - first) % 2) * stage
-            nxt = stage - cur
+            cur = ((g - first) % stages) * stage
+            nxt = ((g + 1 - first) % stages) * stage
             copy_wait()                       # this GEMM's A and B are in; the block synced
-            if g + 1 < last:
+            if stages == 2 and g + 1 < last:
                 copy(make_tensor(a[g + 1], MM.get_layout_gmem_a()),
                      make_tensor(smem[nxt:nxt + la.cosize], la), alignment=16)
                 copy(make_tensor(b[g + 1], MM.get_layout_gmem_b()),
@@ -246,42 +262,57 @@ def _pipelined_kernel(MM):
             copy_fragment(acc, sc)
             cuda.syncthreads()
             copy(sc, make_tensor(c[g], MM.get_layout_gmem_c()), alignment=16)
+            if stages == 1 and g + 1 < last:
+                cuda.syncthreads()            # C has left the one stage: refill it
+                copy(make_tensor(a[g + 1], MM.get_layout_gmem_a()),
+                     make_tensor(smem[nxt:nxt + la.cosize], la), alignment=16)
+                copy(make_tensor(b[g + 1], MM.get_layout_gmem_b()),
+                     make_tensor(smem[nxt + b_off:nxt + b_off + lb.cosize], lb), alignment=16)
 
-    return kernel, 2 * stage * np.dtype(ta).itemsize
+    return kernel, stages * stage * np.dtype(ta).itemsize
 
 
-def _batched_variants(MM, batch):
+def _batched_variants(dtype, batch, pipelined_only=False):
     """``{label: (launch(da, db, dc), shared bytes)}`` of every batched kernel."""
     from numba.cuda import types
 
-    arr = types.Array(_numba_type(MM.a_value_type), 3, "C")
+    name = np.dtype(dtype).name
+    arr = types.Array(_numba_type(dtype), 3, "C")
     out = {}
-    for label, build in (("pointer", _pointer_kernel), ("tensor", _tensor_kernel),
-                         ("pipelined", _pipelined_kernel)):
+    for label, build in (() if pipelined_only else
+                         (("pointer", _pointer_kernel), ("tensor", _tensor_kernel))):
         try:
+            MM = _batched_mm(dtype)
             kernel, smem = build(MM)
-            if label != "pipelined":
-                _allow_smem(kernel, (arr, arr, arr), smem)
-                out[label] = (kernel[batch, MM.block_dim, 0, smem], smem)
-                continue
-            _allow_smem(kernel, (arr, arr, arr, types.int32), smem)
-            for per in PER:
-                launch = kernel[-(-batch // per), MM.block_dim, 0, smem]
-                out[f"pipelined {per}/block"] = (
-                    lambda da, db, dc, launch=launch, per=per: launch(da, db, dc, np.int32(per)),
-                    smem)
+            _allow_smem(kernel, (arr, arr, arr), smem)
+            out[label] = (kernel[batch, MM.block_dim, 0, smem], smem)
         except Exception as e:  # reported, the other variants still run
             print(f"   {label} variant unavailable: {type(e).__name__}: {e}")
+    for block in BLOCKS[name]:
+        for stages in STAGES:
+            try:
+                MM = _batched_mm(dtype, block_size=block)
+                kernel, smem = _pipelined_kernel(MM, stages)
+                _allow_smem(kernel, (arr, arr, arr, types.int32), smem)
+            except Exception as e:
+                print(f"   pipelined {block} x{stages} unavailable: {type(e).__name__}: {e}")
+                continue
+            threads = MM.block_dim[0]
+            for per in PER:
+                launch = kernel[-(-batch // per), MM.block_dim, 0, smem]
+                out[f"pipelined {threads} threads {stages} stage{'s' * (stages > 1)} "
+                    f"{per}/block"] = (
+                    lambda da, db, dc, launch=launch, per=per: launch(da, db, dc, np.int32(per)),
+                    smem)
     return out
 
 
-def _batched(results, dtype, batch, iters):
+def _batched(results, dtype, batch, iters, pipelined_only=False):
     from numba import cuda
 
     name = np.dtype(dtype).name
     case = f"{batch} GEMMs {S}x{S}x{S} {name}"
     flop = 2.0 * S ** 3 * batch
-    MM = _batched_mm(dtype)
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (batch, S, S)).astype(dtype)
     b = rng.uniform(-1, 1, (batch, S, S)).astype(dtype)
@@ -294,7 +325,7 @@ def _batched(results, dtype, batch, iters):
         return np.concatenate([dc[:64].copy_to_host(), dc[batch - 64:].copy_to_host()])
 
     best = None
-    for label, (launch, smem) in _batched_variants(MM, batch).items():
+    for label, (launch, smem) in _batched_variants(dtype, batch, pipelined_only).items():
         try:
             _poison(dc)
             launch(da, db, dc)
