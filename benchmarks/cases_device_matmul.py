@@ -36,7 +36,7 @@ import numpy as np
 from harness import gpu_time_ms, gpu_times_interleaved, peer
 
 BATCH, S = 100_000, 64
-PER = (1, 4, 16)             # GEMMs per block tried with the pipelined kernel
+PER = (1, 2, 4, 8, 16)       # GEMMs per block tried with the pipelined kernel
 STAGES = (1, 2)              # A/B buffers in shared memory of the pipelined kernel
 # block sizes of the pipelined kernel: cuBLASDx's suggestion (fp16: 64 threads, fp64: 128)
 # and larger ones, more warps to hide the latency of each GEMM's loads and MMAs (H200
