@@ -21,7 +21,8 @@ Cases:
   than a kernel this small), the graph measures the GPU. The ratio against cuBLASLt uses the
   graph times. cuweave variants: the example (pointer API, K-steps through shared memory),
   tensor kernels walking K in double-buffered steps, and whole-K kernels (all of one block's
-  A and B rows in flight at once, one ``execute``).
+  A and B rows in flight at once, one ``execute``). An empty kernel launched like the fastest
+  one, timed the same way, shows the floor of a kernel this small.
 * compile time of a new configuration (traits + LTO-IR) and of a cached one in a new process.
 """
 
@@ -514,13 +515,31 @@ def _fused(results, iters):
         results.add(case=case, impl=f"cuweave {label}", metric="ms", value=g_ms, unit="ms",
                     eager_ms=ms, rel_err=err)
         if err < 1e-2 and (best is None or g_ms < best[1]):
-            best = (label, g_ms, err, ms)
+            best = (label, g_ms, err, ms, launch)
     if best is None:
         return
     results.add(case=case, impl="cuweave", metric="ms", value=best[1], unit="ms",
                 eager_ms=best[3], rel_err=best[2], variant=best[0])
     if graphs:
+        _launch_floor(results, case, torch, best[4], args, iters)
         _fused_peers(results, case, torch, x, w, bias, iters)
+
+
+def _launch_floor(results, case, torch, launch, args, iters):
+    """An empty kernel with the fastest variant's grid, block and shared memory, timed as the
+    variants are: what a kernel this small costs before it does anything."""
+    from numba import cuda
+
+    @cuda.jit
+    def empty(x, w, bias, y):
+        pass
+
+    _, grid, block, smem = launch
+    call = _on_torch_stream(torch, (empty, grid, block, smem))
+    g_ms = _graph_ms(torch, lambda: call(*args), iters)
+    print(f"   {case} empty kernel: {g_ms * 1e3:.1f} us in a graph", flush=True)
+    results.add(case=case, impl="empty kernel, same launch (floor)", metric="ms", value=g_ms,
+                unit="ms")
 
 
 def _fused_peers(results, case, torch, x, w, bias, iters):
