@@ -1,0 +1,209 @@
+"""Probe: a hand-written skinny bf16 GEMM for the few-token products of the LLM suite.
+
+At 1 to 32 tokens the LLM products of ``cases_llm.py`` are weight-streaming: cuBLASLt (torch's
+and cuweave's alike) reads the weights at 3.1-3.5 TB/s on the H200 (``results/llm.md``: e.g.
+7B QKV at one token, 100 MB in 30.6 us), below the 4.3 TB/s the batched 64^3 GEMMs reach. This
+probe measures whether a plain weight-streaming kernel does better, before any of it goes into
+the library: ``y = act(x @ W.T + b)`` for ``x`` of ``M`` rows (``M`` a compile-time constant),
+``W`` of shape ``(N, K)`` as torch's ``Linear`` holds it, one warp per ``COLS`` output columns,
+16-byte streaming loads of ``W`` (each weight read once), ``x`` from L1/L2, fp32 sums reduced
+across the warp, the bias and GELU (tanh) applied in fp32. It is compiled with NVRTC through
+cuda.core and timed round-robin with every torch form of the product and cuweave's autotuned
+``Matmul`` (the weights rotated through copies as ``cases_llm`` does, so they come from HBM).
+
+    python benchmarks/probe_skinny_gemm.py [--out DIR]
+
+Writes ``DIR/skinny_gemm_probe.{json,md,png}`` (default ``benchmarks/results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+
+from harness import Results, gpu_times_interleaved, peer  # noqa: E402
+
+MAX_TOKENS = 32  # the products of at most this many tokens
+COLS = (1, 2, 4)  # output columns per warp
+WARPS = 8  # warps per block
+ACT = {None: 0, "bias": 1, "gelu_bias": 2}
+
+SOURCE = r"""
+// bf16 as 16-bit patterns (no headers: NVRTC finds none by itself): a bf16 is the high half
+// of a float
+__device__ __forceinline__ float lo(unsigned int u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float hi(unsigned int u) { return __uint_as_float(u & 0xffff0000u); }
+
+__device__ __forceinline__ unsigned short to_bf16(float f) {  // round to nearest even
+    const unsigned int u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+__device__ __forceinline__ float dot8(const uint4& a, const uint4& b) {
+    float s = lo(a.x) * lo(b.x);
+    s = fmaf(hi(a.x), hi(b.x), s); s = fmaf(lo(a.y), lo(b.y), s); s = fmaf(hi(a.y), hi(b.y), s);
+    s = fmaf(lo(a.z), lo(b.z), s); s = fmaf(hi(a.z), hi(b.z), s); s = fmaf(lo(a.w), lo(b.w), s);
+    return fmaf(hi(a.w), hi(b.w), s);
+}
+
+// y[m, c] = act(sum_k x[m, k] w[c, k] + bias[c]) for m < M; one warp per COLS columns.
+// k % 8 == 0, x and w 16-byte aligned. act: 0 none, 1 bias, 2 bias + GELU (tanh).
+template <int M, int COLS>
+__global__ void __launch_bounds__(256) skinny(
+    const unsigned short* __restrict__ x, const unsigned short* __restrict__ w,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ y, int n, int k,
+    int act) {
+    const int lane = threadIdx.x & 31;
+    const int c0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * COLS;
+    if (c0 >= n) return;
+    const int kv = k >> 3;  // 16-byte vectors per row
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    const uint4* wv[COLS];
+#pragma unroll
+    for (int j = 0; j < COLS; ++j)
+        wv[j] = reinterpret_cast<const uint4*>(w) + (size_t)min(c0 + j, n - 1) * kv;
+    float acc[M][COLS];
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) acc[m][j] = 0.f;
+#pragma unroll 4
+    for (int v = lane; v < kv; v += 32) {
+        uint4 wr[COLS];
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) wr[j] = __ldcs(wv[j] + v);
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+            const uint4 xr = __ldg(xv + (size_t)m * kv + v);
+#pragma unroll
+            for (int j = 0; j < COLS; ++j) acc[m][j] += dot8(xr, wr[j]);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int j = 0; j < COLS; ++j) {
+            float s = acc[m][j];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == ((m * COLS + j) & 31) && c0 + j < n) {
+                if (act >= 1) s += __uint_as_float((unsigned int)bias[c0 + j] << 16);
+                if (act == 2)
+                    s = 0.5f * s * (1.f + tanhf(0.7978845608f * (s + 0.044715f * s * s * s)));
+                y[(size_t)m * n + c0 + j] = to_bf16(s);
+            }
+        }
+}
+"""
+
+
+def compile_kernels(tokens, arch: str) -> dict:
+    """``{cols: kernel}`` of ``skinny<tokens, cols>`` for every ``COLS`` (one NVRTC run)."""
+    from cuda.core import Program, ProgramOptions
+
+    names = [f"skinny<{tokens}, {c}>" for c in COLS]
+    prog = Program(SOURCE, code_type="c++", options=ProgramOptions(arch=arch, std="c++17"))
+    module = prog.compile("cubin", name_expressions=names)
+    return {c: module.get_kernel(name) for c, name in zip(COLS, names)}
+
+
+def _launcher(torch, kernel, cols, x, weights, epilog, n, k):
+    """A call of the kernel cycling through the weight copies, on torch's current stream;
+    returns ``(call, out)`` (``out`` is written by every call)."""
+    import itertools
+
+    import numpy as np
+    from cuda.core import LaunchConfig, launch
+
+    from cuweave._internal.memory import _core_stream
+
+    out = torch.empty(x.shape[0], n, device="cuda", dtype=torch.bfloat16)
+    warps = -(-n // cols)
+    config = LaunchConfig(grid=-(-warps // WARPS), block=32 * WARPS)
+    act = np.int32(ACT[epilog])
+    # pointers as 8-byte NumPy scalars (cuda.core 1.2 refuses ctypes.c_void_p arguments)
+    args = [(np.uint64(x.data_ptr()), np.uint64(w.data_ptr()),
+             np.uint64(b.data_ptr() if b is not None else 0), np.uint64(out.data_ptr()),
+             np.int32(n), np.int32(k), act) for w, b in weights]
+    nxt = itertools.cycle(args).__next__
+    # torch's current stream (its default one is handle 0: the legacy stream)
+    stream = _core_stream(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device())
+
+    def call():
+        launch(stream, config, kernel, *nxt())
+        return out
+
+    return call, out
+
+
+def probe(res, torch, spec, arch: str) -> None:
+    import cases_llm as llm
+
+    model, layer, tokens, epilog = spec
+    k, n = llm._dims(model, layer)
+    case = llm.case_name(*spec)
+    x, weights = llm._operands(torch, model, layer, tokens, epilog)
+    timps = llm._torch_impls(torch, x, weights, epilog)
+    ref = next(iter(timps.values()))()
+    mms, _, _ = llm._planned(x, weights, epilog, tune=True)
+    nxt_mm = llm._cycle(mms)
+    impls = {"cuweave (cuBLASLt, autotuned)": lambda: nxt_mm().execute(), **timps}
+    for cols, kernel in compile_kernels(tokens, arch).items():
+        call, out = _launcher(torch, kernel, cols, x, weights, epilog, n, k)
+        out.fill_(float("nan"))
+        call()  # the first weight copy, as ref
+        torch.cuda.synchronize()
+        err = llm._rel_err(torch, out, ref)
+        print(f"   {case} skinny COLS={cols}: rel err {err:.1e}", flush=True)
+        if err < 2e-2:
+            impls[f"skinny COLS={cols}"] = call
+    del ref
+    flops = llm._flops(tokens, k, n)
+    times = gpu_times_interleaved(impls, iters=llm._iters(tokens, k, n), warmup=2, rounds=7)
+    for name, ms in times.items():
+        res.add(case=case, impl=name, metric="TFLOP/s", value=flops / (ms * 1e-3) / 1e12,
+                unit="TFLOP/s", ms=ms, weight_tb_s=2.0 * n * k / (ms * 1e-3) / 1e12)
+    torch_best = min((ms, name) for name, ms in times.items() if name in timps)[1]
+    skinny = [name for name in times if name.startswith("skinny")]
+    if skinny:
+        fastest = min(skinny, key=times.get)
+        res.add(case=case, impl="skinny (fastest COLS)", metric="TFLOP/s",
+                value=flops / (times[fastest] * 1e-3) / 1e12, unit="TFLOP/s", variant=fastest)
+        for den in (torch_best, "cuweave (cuBLASLt, autotuned)"):
+            res.add_ratio(case=case, metric="TFLOP/s", num="skinny (fastest COLS)", den=den,
+                          higher_is_better=True)
+    for mm in mms:
+        mm.free()
+
+
+def main(argv=None) -> int:
+    import cases_llm as llm
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = p.parse_args(argv)
+    torch = peer("torch")
+    if torch is None or not torch.cuda.is_available():
+        print("torch with CUDA is needed")
+        return 1
+    from cuda.core import Device
+
+    Device(torch.cuda.current_device()).set_current()  # torch's context, current for cuda.core
+    major, minor = torch.cuda.get_device_capability()
+    res = Results()
+    for spec in llm.SUITE:
+        if spec[2] <= MAX_TOKENS:
+            probe(res, torch, spec, f"sm_{major}{minor}")
+    for path in res.write(args.out, "skinny_gemm_probe"):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
