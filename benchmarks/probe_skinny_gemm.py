@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 from harness import Results, gpu_times_interleaved, peer  # noqa: E402
 
 MAX_TOKENS = 32  # the products of at most this many tokens
-COLS = (1, 2, 4)  # output columns per warp
+COLS = (1, 2, 4)  # output columns per warp (CUDA cores)
+GROUPS = (1, 2, 4)  # groups of 8 output columns per warp (tensor cores)
 WARPS = 8  # warps per block
 ACT = {None: 0, "bias": 1, "gelu_bias": 2}
 
@@ -100,22 +101,113 @@ __global__ void __launch_bounds__(256) skinny(
             }
         }
 }
+
+__device__ __forceinline__ void mma(float* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                    unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float epilog(float s, const unsigned short* bias, int col, int act) {
+    if (act >= 1) s += __uint_as_float((unsigned int)bias[col] << 16);
+    if (act == 2) s = 0.5f * s * (1.f + tanhf(0.7978845608f * (s + 0.044715f * s * s * s)));
+    return s;
+}
+
+// The same product on tensor cores (mma.sync m16n8k16, fp32 accumulation) for m <= 16 * TILES
+// rows (the missing ones zeros): one warp per G groups of 8 columns. Lane (r, q) = (lane / 4,
+// lane % 4) loads 16 bytes of W row n0 + 8 g + r and of x rows r, r + 8 (, + 16, + 24) at
+// k = 32 c + 8 q: two MMAs per 32 k, their k order permuted alike in A and B (a dot product
+// does not depend on it). k % 32 == 0, n even, x and w 16-byte aligned.
+template <int TILES, int G>
+__global__ void __launch_bounds__(256) skinny_tc(
+    const unsigned short* __restrict__ x, const unsigned short* __restrict__ w,
+    const unsigned short* __restrict__ bias, unsigned short* __restrict__ y, int m, int n,
+    int k, int act) {
+    const int lane = threadIdx.x & 31, q = lane & 3, r = lane >> 2;
+    const int n0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 8 * G;
+    if (n0 >= n) return;
+    const int kv = k >> 3;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    const uint4* wv[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+        wv[g] = reinterpret_cast<const uint4*>(w) + (size_t)min(n0 + 8 * g + r, n - 1) * kv;
+    const uint4* xr[2 * TILES];
+    bool xok[2 * TILES];
+#pragma unroll
+    for (int t = 0; t < 2 * TILES; ++t) {
+        xok[t] = r + 8 * t < m;
+        xr[t] = xv + (size_t)min(r + 8 * t, m - 1) * kv;
+    }
+    float c[TILES][G][4];
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+        for (int g = 0; g < G; ++g) c[t][g][0] = c[t][g][1] = c[t][g][2] = c[t][g][3] = 0.f;
+#pragma unroll 4
+    for (int v = q; v < kv; v += 4) {
+        uint4 b[G], a[2 * TILES];
+#pragma unroll
+        for (int g = 0; g < G; ++g) b[g] = __ldcs(wv[g] + v);
+#pragma unroll
+        for (int t = 0; t < 2 * TILES; ++t)
+            a[t] = xok[t] ? __ldg(xr[t] + v) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int t = 0; t < TILES; ++t)
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                const uint4 &lo = a[2 * t], &hi = a[2 * t + 1];
+                mma(c[t][g], lo.x, hi.x, lo.y, hi.y, b[g].x, b[g].y);
+                mma(c[t][g], lo.z, hi.z, lo.w, hi.w, b[g].z, b[g].w);
+            }
+    }
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = 16 * t + r + 8 * h, col = n0 + 8 * g + 2 * q;
+                if (row < m && col < n) {
+                    const unsigned lo = to_bf16(epilog(c[t][g][2 * h], bias, col, act));
+                    const unsigned hi = to_bf16(epilog(c[t][g][2 * h + 1], bias, col + 1, act));
+                    *reinterpret_cast<unsigned*>(y + (size_t)row * n + col) = lo | (hi << 16);
+                }
+            }
+}
 """
 
 
+def kernel_names(tokens) -> dict:
+    """``{label: (kernel name, output columns per warp, tensor cores)}`` for ``tokens`` rows."""
+    names = {f"skinny COLS={c}": (f"skinny<{tokens}, {c}>", c, False) for c in COLS}
+    if tokens <= 32:
+        tiles = 1 if tokens <= 16 else 2
+        names.update({f"skinny_tc G={g}": (f"skinny_tc<{tiles}, {g}>", 8 * g, True)
+                      for g in GROUPS})
+    return names
+
+
 def compile_kernels(tokens, arch: str) -> dict:
-    """``{cols: kernel}`` of ``skinny<tokens, cols>`` for every ``COLS`` (one NVRTC run)."""
+    """``{label: (kernel, columns per warp, tensor cores)}`` of :func:`kernel_names` (one NVRTC
+    run)."""
     from cuda.core import Program, ProgramOptions
 
-    names = [f"skinny<{tokens}, {c}>" for c in COLS]
+    names = kernel_names(tokens)
     prog = Program(SOURCE, code_type="c++", options=ProgramOptions(arch=arch, std="c++17"))
-    module = prog.compile("cubin", name_expressions=names)
-    return {c: module.get_kernel(name) for c, name in zip(COLS, names)}
+    module = prog.compile("cubin", name_expressions=[v[0] for v in names.values()])
+    return {label: (module.get_kernel(name), cols, tc)
+            for label, (name, cols, tc) in names.items()}
 
 
-def _launcher(torch, kernel, cols, x, weights, epilog, n, k):
+def _launcher(torch, kernel, cols, tc, x, weights, epilog, n, k):
     """A call of the kernel cycling through the weight copies, on torch's current stream;
-    returns ``(call, out)`` (``out`` is written by every call)."""
+    returns ``(call, out)`` (``out`` is written by every call). ``tc``: the tensor-core
+    kernel (it takes the row count)."""
     import itertools
 
     import numpy as np
@@ -128,9 +220,10 @@ def _launcher(torch, kernel, cols, x, weights, epilog, n, k):
     config = LaunchConfig(grid=-(-warps // WARPS), block=32 * WARPS)
     act = np.int32(ACT[epilog])
     # pointers as 8-byte NumPy scalars (cuda.core 1.2 refuses ctypes.c_void_p arguments)
+    rows = (np.int32(x.shape[0]),) if tc else ()
     args = [(np.uint64(x.data_ptr()), np.uint64(w.data_ptr()),
              np.uint64(b.data_ptr() if b is not None else 0), np.uint64(out.data_ptr()),
-             np.int32(n), np.int32(k), act) for w, b in weights]
+             *rows, np.int32(n), np.int32(k), act) for w, b in weights]
     nxt = itertools.cycle(args).__next__
     # torch's current stream (its default one is handle 0: the legacy stream)
     stream = _core_stream(torch.cuda.current_stream().cuda_stream, torch.cuda.current_device())
@@ -154,15 +247,17 @@ def probe(res, torch, spec, arch: str) -> None:
     mms, _, _ = llm._planned(x, weights, epilog, tune=True)
     nxt_mm = llm._cycle(mms)
     impls = {"cuweave (cuBLASLt, autotuned)": lambda: nxt_mm().execute(), **timps}
-    for cols, kernel in compile_kernels(tokens, arch).items():
-        call, out = _launcher(torch, kernel, cols, x, weights, epilog, n, k)
+    for label, (kernel, cols, tc) in compile_kernels(tokens, arch).items():
+        if tc and (k % 32 or n % 2):
+            continue
+        call, out = _launcher(torch, kernel, cols, tc, x, weights, epilog, n, k)
         out.fill_(float("nan"))
         call()  # the first weight copy, as ref
         torch.cuda.synchronize()
         err = llm._rel_err(torch, out, ref)
-        print(f"   {case} skinny COLS={cols}: rel err {err:.1e}", flush=True)
+        print(f"   {case} {label}: rel err {err:.1e}", flush=True)
         if err < 2e-2:
-            impls[f"skinny COLS={cols}"] = call
+            impls[label] = call
     del ref
     flops = llm._flops(tokens, k, n)
     times = gpu_times_interleaved(impls, iters=llm._iters(tokens, k, n), warmup=2, rounds=7)
@@ -173,10 +268,10 @@ def probe(res, torch, spec, arch: str) -> None:
     skinny = [name for name in times if name.startswith("skinny")]
     if skinny:
         fastest = min(skinny, key=times.get)
-        res.add(case=case, impl="skinny (fastest COLS)", metric="TFLOP/s",
+        res.add(case=case, impl="skinny (fastest)", metric="TFLOP/s",
                 value=flops / (times[fastest] * 1e-3) / 1e12, unit="TFLOP/s", variant=fastest)
         for den in (torch_best, "cuweave (cuBLASLt, autotuned)"):
-            res.add_ratio(case=case, metric="TFLOP/s", num="skinny (fastest COLS)", den=den,
+            res.add_ratio(case=case, metric="TFLOP/s", num="skinny (fastest)", den=den,
                           higher_is_better=True)
     for mm in mms:
         mm.free()
