@@ -29,7 +29,10 @@ upload is counted without touching the array; from the second, the array is foll
 weak reference, and a registered one has a weak reference whose callback undoes the
 registration when the array is collected, before NumPy frees the memory. NumPy refuses to
 resize an array that has weak references: an array uploaded twice cannot be resized in place
-while it lives. A registration is undone only after the last DMA from it is done, and the least
+while it lives. ``ndarray.__setstate__`` is the one way NumPy swaps the buffer of a live array
+regardless (it frees the old one): called on a registered array, the driver's registration of
+the old pages outlives them, and a new buffer at the same address would be uploaded from them.
+Nothing can see that happen; it is a documented limit, as for any ``cudaHostRegister``-ed memory. A registration is undone only after the last DMA from it is done, and the least
 recently used ones are undone to keep at most ``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default
 1024; 0 turns registering off) locked. A buffer the driver refuses (a page shared with a
 registered one, memory it cannot lock) is copied as before, and so is everything when the
