@@ -68,6 +68,8 @@ def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, roun
     """:func:`gpu_time_ms` of several implementations, measured round-robin (one span of
     ``iters`` calls of each per round; median over ``rounds``): a GPU whose clocks drift under
     sustained load (power, heat) then affects every implementation alike, not the later ones.
+    Odd rounds run in the reverse order, so that none always follows the same one (what the
+    previous implementation left in L2, its clocks).
     """
     from cuweave._internal import cuda
 
@@ -75,8 +77,9 @@ def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, roun
     impls = _working(impls, warmup)
     device_sync()
     spans: dict = {name: [] for name in impls}
-    for _ in range(rounds):
-        for name, fn in impls.items():
+    order = list(impls.items())
+    for r in range(rounds):
+        for name, fn in (order if r % 2 == 0 else order[::-1]):
             start, end = cuda.Event(), cuda.Event()
             start.record(s)
             for _ in range(iters):
@@ -101,14 +104,18 @@ def host_us_interleaved(impls: dict, *, calls: int = 2000, warmup: int = 50, syn
     """:func:`host_us_per_call` of several implementations, round-robin: each round times
     ``calls`` back-to-back calls of every implementation in turn; the median over ``rounds``.
     Host timings on a shared machine drift by tens of percent over seconds; interleaving makes
-    the drift hit every implementation alike. ``calls`` may be a dict (name -> calls)."""
+    the drift hit every implementation alike. Odd rounds run in the reverse order, so that no
+    implementation always follows the same one (a heavy neighbour leaves the caches cold for
+    whatever runs next: the first of a fixed order always ran after the last). ``calls`` may be
+    a dict (name -> calls)."""
     per = calls if isinstance(calls, dict) else dict.fromkeys(impls, calls)
     impls = _working(impls, warmup)
     if sync:
         sync()
     spans: dict = {name: [] for name in impls}
-    for _ in range(rounds):
-        for name, fn in impls.items():
+    order = list(impls.items())
+    for r in range(rounds):
+        for name, fn in (order if r % 2 == 0 else order[::-1]):
             n = per[name]
             t0 = time.perf_counter()
             for _ in range(n):
