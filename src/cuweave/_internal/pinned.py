@@ -32,7 +32,8 @@ resize an array that has weak references: an array uploaded twice cannot be resi
 while it lives. ``ndarray.__setstate__`` is the one way NumPy swaps the buffer of a live array
 regardless (it frees the old one): called on a registered array, the driver's registration of
 the old pages outlives them, and a new buffer at the same address would be uploaded from them.
-Nothing can see that happen; it is a documented limit, as for any ``cudaHostRegister``-ed memory. A registration is undone only after the last DMA from it is done, and the least
+Nothing can see that happen; it is a documented limit, as for any ``cudaHostRegister``-ed
+memory. A registration is undone only after the last DMA from it is done, and the least
 recently used ones are undone to keep at most ``CUWEAVE_PINNED_OPERANDS_MB`` MiB (default
 1024; 0 turns registering off) locked. A buffer the driver refuses (a page shared with a
 registered one, memory it cannot lock) is copied as before, and so is everything when the
