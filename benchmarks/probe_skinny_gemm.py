@@ -7,9 +7,11 @@ probe measures whether a plain weight-streaming kernel does better, before any o
 the library: ``y = act(x @ W.T + b)`` for ``x`` of ``M`` rows (``M`` a compile-time constant),
 ``W`` of shape ``(N, K)`` as torch's ``Linear`` holds it, one warp per ``COLS`` output columns,
 16-byte streaming loads of ``W`` (each weight read once), ``x`` from L1/L2, fp32 sums reduced
-across the warp, the bias and GELU (tanh) applied in fp32. It is compiled with NVRTC through
-cuda.core and timed round-robin with every torch form of the product and cuweave's autotuned
-``Matmul`` (the weights rotated through copies as ``cases_llm`` does, so they come from HBM).
+across the warp, the bias and GELU (tanh) applied in fp32; and the same on tensor cores. It is
+compiled with NVRTC through cuda.core and timed round-robin with every torch form of the
+product, cuweave's autotuned ``Matmul`` and that Matmul's two best cuBLASLt algorithms with
+split-K set (2, 4, 8: more CTAs streaming the weights; an autotune could search those too),
+the weights rotated through copies as ``cases_llm`` does, so they come from HBM.
 
     python benchmarks/probe_skinny_gemm.py [--out DIR]
 
@@ -235,6 +237,59 @@ def _launcher(torch, kernel, cols, tc, x, weights, epilog, n, k):
     return call, out
 
 
+def _split_k_variants(mm, top=2, splits=(2, 4, 8)) -> dict:
+    """``{label: Algorithm}``: the ``top`` autotuned algorithms of ``mm`` with ``split_k`` set
+    (where the algorithm supports it), each with the first reduction scheme it supports (in
+    place, in the compute type, in the output type): what an autotune searching beyond
+    cuBLASLt's heuristic list would try."""
+    from cuweave._bindings.cublaslt import ReductionScheme
+    from cuweave.linalg.advanced import Algorithm
+
+    out = {}
+    for rank, alg in enumerate(mm.algorithms[:top]):
+        caps = alg.capabilities
+        if not caps.get("SPLITK_SUPPORT"):
+            continue
+        mask = int(caps.get("REDUCTION_SCHEME_MASK", 0))
+        scheme = next((r for r in (ReductionScheme.INPLACE, ReductionScheme.COMPUTE_TYPE,
+                                   ReductionScheme.OUTPUT_TYPE) if mask & r), None)
+        if scheme is None:
+            continue
+        for split in splits:
+            v = Algorithm(alg.__getstate__()["data"])
+            v.split_k, v.reduction_scheme = split, int(scheme)
+            out[f"cuBLASLt #{rank} split_k={split} {scheme.name}"] = v
+    return out
+
+
+def _split_k_impls(torch, x, weights, epilog, mm, ref) -> dict:
+    """Timed calls of every valid split-K variant (one planned Matmul per weight copy, as
+    ``cases_llm._planned``), correctness-gated against ``ref``."""
+    import cases_llm as llm
+
+    from cuweave.linalg.advanced import Matmul
+
+    name = {None: None, "bias": "BIAS", "gelu_bias": "GELU_BIAS"}[epilog]
+    impls = {}
+    for label, alg in _split_k_variants(mm).items():
+        try:
+            mms = []
+            for w, b in weights:
+                m = Matmul(x, w.t())
+                kw = {"epilog": name, "epilog_inputs": {"bias": b[None, :]}} if epilog else {}
+                m.plan(algorithms=[alg], **kw)
+                mms.append(m)
+            err = llm._rel_err(torch, mms[0].execute(), ref)
+        except Exception as e:  # not valid for this problem
+            print(f"   {label}: {type(e).__name__}: {str(e)[:160]}")
+            continue
+        print(f"   {label}: rel err {err:.1e}", flush=True)
+        if err < 2e-2:
+            nxt = llm._cycle(mms)
+            impls[label] = lambda nxt=nxt: nxt().execute()
+    return impls
+
+
 def probe(res, torch, spec, arch: str) -> None:
     import cases_llm as llm
 
@@ -247,6 +302,7 @@ def probe(res, torch, spec, arch: str) -> None:
     mms, _, _ = llm._planned(x, weights, epilog, tune=True)
     nxt_mm = llm._cycle(mms)
     impls = {"cuweave (cuBLASLt, autotuned)": lambda: nxt_mm().execute(), **timps}
+    impls.update(_split_k_impls(torch, x, weights, epilog, mms[0], ref))
     for label, (kernel, cols, tc) in compile_kernels(tokens, arch).items():
         if tc and (k % 32 or n % 2):
             continue
@@ -265,6 +321,13 @@ def probe(res, torch, spec, arch: str) -> None:
         res.add(case=case, impl=name, metric="TFLOP/s", value=flops / (ms * 1e-3) / 1e12,
                 unit="TFLOP/s", ms=ms, weight_tb_s=2.0 * n * k / (ms * 1e-3) / 1e12)
     torch_best = min((ms, name) for name, ms in times.items() if name in timps)[1]
+    split = [name for name in times if name.startswith("cuBLASLt #")]
+    if split:
+        fastest = min(split, key=times.get)
+        res.add(case=case, impl="cuBLASLt split-K (fastest)", metric="TFLOP/s",
+                value=flops / (times[fastest] * 1e-3) / 1e12, unit="TFLOP/s", variant=fastest)
+        res.add_ratio(case=case, metric="TFLOP/s", num="cuBLASLt split-K (fastest)",
+                      den=torch_best, higher_is_better=True)
     skinny = [name for name in times if name.startswith("skinny")]
     if skinny:
         fastest = min(skinny, key=times.get)
