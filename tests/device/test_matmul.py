@@ -665,7 +665,7 @@ def test_warm_kernels_generates_every_device_function_first(mathdx, link_sm90, t
     assert len(errors) == 1 and "no_such_builder" in errors[0]
 
 
-def test_warm_kernels_knows_and_makes_pointer_executes(mathdx, monkeypatch):
+def test_warm_kernels_knows_and_makes_pointer_executes(mathdx, monkeypatch, tmp_path):
     """A kernel's pointer execute (``MM.execute(alpha, a, b, beta, c)``) as warm_kernels sees
     it: missing from the disk cache until generated, then found, and the kernel's own
     compilation takes it from the cache (H200 2026-12-02: the check looked for a cache helper
@@ -681,6 +681,8 @@ def test_warm_kernels_knows_and_makes_pointer_executes(mathdx, monkeypatch):
         return b"ltoir", f"execute_{len(made)}"
 
     monkeypatch.setattr(_blas_mathdx, "compile_execute", compile_execute)
+    monkeypatch.setenv("CUWEAVE_CACHE_DIR", str(tmp_path))  # the fake code stays out of the
+    monkeypatch.setattr(_cache, "_memory", {})  # module's cache, on disk and in memory
     mm = Matmul((24, 16, 8), np.float64, "real", arrangement=(ROW, COL, COL), sm=90,
                 block_size=32)
     for dynamic_ld in (False, True):
