@@ -529,14 +529,21 @@ def _launch_floor(results, case, torch, launch, args, iters):
     """An empty kernel with the fastest variant's grid, block and shared memory, timed as the
     variants are: what a kernel this small costs before it does anything."""
     from numba import cuda
+    from numba.cuda import types
 
     @cuda.jit
     def empty(x, w, bias, y):
         pass
 
     _, grid, block, smem = launch
-    call = _on_torch_stream(torch, (empty, grid, block, smem))
-    g_ms = _graph_ms(torch, lambda: call(*args), iters)
+    try:  # diagnostics: a failure here must not cost the peers' rows
+        _allow_smem(empty, (types.float16[:, ::1], types.float16[:, ::1], types.float32[::1],
+                            types.float32[:, ::1]), smem)
+        call = _on_torch_stream(torch, (empty, grid, block, smem))
+        g_ms = _graph_ms(torch, lambda: call(*args), iters)
+    except Exception as e:
+        print(f"   empty-kernel floor failed: {type(e).__name__}: {e}")
+        return
     print(f"   {case} empty kernel: {g_ms * 1e3:.1f} us in a graph", flush=True)
     results.add(case=case, impl="empty kernel, same launch (floor)", metric="ms", value=g_ms,
                 unit="ms")
