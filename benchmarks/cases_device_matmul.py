@@ -285,7 +285,7 @@ def _batched_variants(dtype, batch, pipelined_only=False):
     for label, build in (() if pipelined_only else
                          (("pointer", _pointer_kernel), ("tensor", _tensor_kernel))):
         try:
-            MM = _batched_mm(dtype)
+            MM = _batched_mm(dtype)  # traits from the cache after the first
             kernel, smem = build(MM)
             _allow_smem(kernel, (arr, arr, arr), smem)
             out[label] = (kernel[batch, MM.block_dim, 0, smem], smem)

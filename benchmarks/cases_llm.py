@@ -134,10 +134,11 @@ def _torch_impls(torch, x, weights, epilog) -> dict:
     return {"torch._addmm_activation": addmm_gelu, "F.linear + F.gelu": linear_gelu}
 
 
-def _planned(x, weights, epilog, tune: bool):
+def _planned(x, weights, epilog, tune: bool, algorithms=None):
     """Planned ``Matmul`` per weight copy; the first is planned over ``CANDIDATES`` heuristic
     candidates (or from the autotune cache) and autotuned when ``tune``, the others take its
-    algorithms. Returns ``(matmuls, plan_s, tune_s)``."""
+    algorithms (every copy takes ``algorithms`` where given). Returns ``(matmuls, plan_s,
+    tune_s)``."""
     from cuweave.linalg.advanced import Matmul, MatmulPlanPreferences
 
     name = {None: None, "bias": "BIAS", "gelu_bias": "GELU_BIAS"}[epilog]
@@ -146,7 +147,9 @@ def _planned(x, weights, epilog, tune: bool):
     for i, (w, b) in enumerate(weights):
         mm = Matmul(x, w.t())
         kw = {"epilog": name, "epilog_inputs": {"bias": b[None, :]}} if epilog else {}
-        if i == 0:
+        if algorithms is not None:
+            mm.plan(algorithms=list(algorithms), **kw)
+        elif i == 0:
             t0 = time.perf_counter()
             mm.plan(preferences=MatmulPlanPreferences(limit=CANDIDATES), **kw)
             plan_s = time.perf_counter() - t0

@@ -63,6 +63,14 @@ def gpu_time_ms(fn, *, iters: int = 20, warmup: int = 3, stream=None, repeats: i
                                  stream=stream)["fn"]
 
 
+def _round_orders(impls: dict, rounds: int):
+    """The ``(name, fn)`` order of each round of an interleaved timing: as given, reversed on
+    odd rounds (no implementation always runs right after the same one)."""
+    order = list(impls.items())
+    for r in range(rounds):
+        yield order if r % 2 == 0 else order[::-1]
+
+
 def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, rounds: int = 5,
                           stream=None) -> dict:
     """:func:`gpu_time_ms` of several implementations, measured round-robin (one span of
@@ -77,9 +85,8 @@ def gpu_times_interleaved(impls: dict, *, iters: int = 20, warmup: int = 3, roun
     impls = _working(impls, warmup)
     device_sync()
     spans: dict = {name: [] for name in impls}
-    order = list(impls.items())
-    for r in range(rounds):
-        for name, fn in (order if r % 2 == 0 else order[::-1]):
+    for order in _round_orders(impls, rounds):
+        for name, fn in order:
             start, end = cuda.Event(), cuda.Event()
             start.record(s)
             for _ in range(iters):
@@ -113,9 +120,8 @@ def host_us_interleaved(impls: dict, *, calls: int = 2000, warmup: int = 50, syn
     if sync:
         sync()
     spans: dict = {name: [] for name in impls}
-    order = list(impls.items())
-    for r in range(rounds):
-        for name, fn in (order if r % 2 == 0 else order[::-1]):
+    for order in _round_orders(impls, rounds):
+        for name, fn in order:
             n = per[name]
             t0 = time.perf_counter()
             for _ in range(n):

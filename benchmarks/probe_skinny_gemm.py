@@ -267,18 +267,10 @@ def _split_k_impls(torch, x, weights, epilog, mm, ref) -> dict:
     ``cases_llm._planned``), correctness-gated against ``ref``."""
     import cases_llm as llm
 
-    from cuweave.linalg.advanced import Matmul
-
-    name = {None: None, "bias": "BIAS", "gelu_bias": "GELU_BIAS"}[epilog]
     impls = {}
     for label, alg in _split_k_variants(mm).items():
         try:
-            mms = []
-            for w, b in weights:
-                m = Matmul(x, w.t())
-                kw = {"epilog": name, "epilog_inputs": {"bias": b[None, :]}} if epilog else {}
-                m.plan(algorithms=[alg], **kw)
-                mms.append(m)
+            mms = llm._planned(x, weights, epilog, tune=False, algorithms=[alg])[0]
             err = llm._rel_err(torch, mms[0].execute(), ref)
         except Exception as e:  # not valid for this problem
             print(f"   {label}: {type(e).__name__}: {str(e)[:160]}")

@@ -12,7 +12,7 @@
 # command to 10 minutes runs them as separate commands (PARTS=tests,examples, then
 # PARTS=device, then PARTS=device_matmul, then PARTS=bench).
 # Logs go to $OUT (or ./gpu-check-out): summary.txt, pytest-gpu.txt, pytest-device.txt,
-# examples.txt, bench.tar.gz.
+# pytest-device-matmul.txt, examples.txt, bench.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
