@@ -15,6 +15,15 @@ the weights rotated through copies as ``cases_llm`` does, so they come from HBM.
 
     python benchmarks/probe_skinny_gemm.py [--out DIR]
 
+Findings on the H200 (2026-12-02, two runs; ``results/skinny_gemm_probe.md`` is the second): at
+one token the CUDA-core kernel beats every torch form (7B QKV 1.05x / 1.13x, 70B QKV 1.08x /
+1.12x; 3.7-4.0 TB/s of weights against cuBLASLt's 3.3-3.8), from 8 tokens on it is compute
+bound (0.37-0.50x). The tensor-core kernel, one warp per column group, kept too few loads in
+flight (1.1 TB/s at one token); with the block's 8 warps splitting K it reaches cuBLASLt at 16
+tokens (0.99x) but not at 8 (0.89-0.94x) or 32 (0.72x: x is reloaded from L1 for every group).
+Split-K of cuBLASLt's own algorithms: 0.91-1.02x. Only the one-token products gain, 2 of the
+LLM suite's 20: about +1% on its geomean.
+
 Writes ``DIR/skinny_gemm_probe.{json,md,png}`` (default ``benchmarks/results``).
 """
 
@@ -120,18 +129,21 @@ __device__ __forceinline__ float epilog(float s, const unsigned short* bias, int
 }
 
 // The same product on tensor cores (mma.sync m16n8k16, fp32 accumulation) for m <= 16 * TILES
-// rows (the missing ones zeros): one warp per G groups of 8 columns. Lane (r, q) = (lane / 4,
-// lane % 4) loads 16 bytes of W row n0 + 8 g + r and of x rows r, r + 8 (, + 16, + 24) at
-// k = 32 c + 8 q: two MMAs per 32 k, their k order permuted alike in A and B (a dot product
-// does not depend on it). k % 32 == 0, n even, x and w 16-byte aligned.
+// rows (the missing ones zeros): one block of WARPS warps per G groups of 8 columns, its warps
+// splitting K (each warp alone on a column group keeps too few loads in flight: 1.1 TB/s in
+// the first run) and summing through shared memory. Lane (r, q) = (lane / 4, lane % 4) loads
+// 16 bytes of W row n0 + 8 g + r and of x rows r, r + 8 (, + 16, + 24) at k = 32 c + 8 q: two
+// MMAs per 32 k, their k order permuted alike in A and B (a dot product does not depend on
+// it). k % 32 == 0, n even, x and w 16-byte aligned; launched with 32 * WARPS threads.
 template <int TILES, int G>
 __global__ void __launch_bounds__(256) skinny_tc(
     const unsigned short* __restrict__ x, const unsigned short* __restrict__ w,
     const unsigned short* __restrict__ bias, unsigned short* __restrict__ y, int m, int n,
     int k, int act) {
-    const int lane = threadIdx.x & 31, q = lane & 3, r = lane >> 2;
-    const int n0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 8 * G;
-    if (n0 >= n) return;
+    constexpr int WARPS = 8, R = TILES * G * 4;
+    __shared__ float part[WARPS - 1][R][32];
+    const int lane = threadIdx.x & 31, q = lane & 3, r = lane >> 2, warp = threadIdx.x >> 5;
+    const int n0 = blockIdx.x * 8 * G;
     const int kv = k >> 3;
     const uint4* xv = reinterpret_cast<const uint4*>(x);
     const uint4* wv[G];
@@ -151,7 +163,7 @@ __global__ void __launch_bounds__(256) skinny_tc(
 #pragma unroll
         for (int g = 0; g < G; ++g) c[t][g][0] = c[t][g][1] = c[t][g][2] = c[t][g][3] = 0.f;
 #pragma unroll 4
-    for (int v = q; v < kv; v += 4) {
+    for (int v = q + 4 * warp; v < kv; v += 4 * WARPS) {
         uint4 b[G], a[2 * TILES];
 #pragma unroll
         for (int g = 0; g < G; ++g) b[g] = __ldcs(wv[g] + v);
@@ -167,6 +179,17 @@ __global__ void __launch_bounds__(256) skinny_tc(
                 mma(c[t][g], lo.z, hi.z, lo.w, hi.w, b[g].z, b[g].w);
             }
     }
+    float* flat = &c[0][0][0];
+    if (warp > 0) {
+#pragma unroll
+        for (int i = 0; i < R; ++i) part[warp - 1][i][lane] = flat[i];
+    }
+    __syncthreads();
+    if (warp > 0) return;
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+        for (int j = 0; j < WARPS - 1; ++j) flat[i] += part[j][i][lane];
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
 #pragma unroll
@@ -218,8 +241,9 @@ def _launcher(torch, kernel, cols, tc, x, weights, epilog, n, k):
     from cuweave._internal.memory import _core_stream
 
     out = torch.empty(x.shape[0], n, device="cuda", dtype=torch.bfloat16)
-    warps = -(-n // cols)
-    config = LaunchConfig(grid=-(-warps // WARPS), block=32 * WARPS)
+    # CUDA cores: one warp per `cols` columns; tensor cores: one block per `cols` columns
+    groups = -(-n // cols)
+    config = LaunchConfig(grid=groups if tc else -(-groups // WARPS), block=32 * WARPS)
     act = np.int32(ACT[epilog])
     # pointers as 8-byte NumPy scalars (cuda.core 1.2 refuses ctypes.c_void_p arguments)
     rows = (np.int32(x.shape[0]),) if tc else ()
