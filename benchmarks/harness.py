@@ -15,7 +15,7 @@ import sys
 import time
 
 __all__ = ["gpu_time_ms", "gpu_times_interleaved", "host_us_per_call", "host_us_interleaved",
-           "cpu_time_ms", "Results", "device_sync", "peer", "l2_flush"]
+           "cpu_time_ms", "Results", "device_sync", "peer", "l2_flush", "probe_start"]
 
 
 def _working(impls: dict, warmup: int) -> dict:
@@ -39,6 +39,21 @@ def peer(name: str):
         return __import__(name)
     except Exception:
         return None
+
+
+def probe_start(doc: str, default_out: str, argv=None):
+    """``(out directory, torch)`` for a ``probe_*.py`` script (``--out DIR``, ``doc``'s first
+    line as its description), or ``None`` (said why) when torch has no CUDA."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", default=default_out)
+    out = p.parse_args(argv).out
+    torch = peer("torch")
+    if torch is None or not torch.cuda.is_available():
+        print("torch with CUDA is needed")
+        return None
+    return out, torch
 
 
 def device_sync() -> None:

@@ -18,14 +18,13 @@ bytes read + written once.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import Results, gpu_times_interleaved, peer  # noqa: E402
+from harness import Results, gpu_times_interleaved, peer, probe_start  # noqa: E402
 
 FFT_BATCH, FFT_N = 65536, 256  # as cases_device_fft
 GEMM_BATCH, GEMM_N = 100_000, 64  # as cases_device_matmul
@@ -69,18 +68,15 @@ def gemm_case(res, torch, dtype) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
-    args = p.parse_args(argv)
-    torch = peer("torch")
-    if torch is None or not torch.cuda.is_available():
-        print("torch with CUDA is needed")
+    started = probe_start(__doc__, os.path.join(HERE, "results"), argv)
+    if started is None:
         return 1
+    out, torch = started
     res = Results()
     fft_case(res, torch, peer("cupy"))
     for dtype in (torch.float16, torch.float64):
         gemm_case(res, torch, dtype)
-    for path in res.write(args.out, "roofline_probe"):
+    for path in res.write(out, "roofline_probe"):
         print(f"wrote {path}")
     return 0
 

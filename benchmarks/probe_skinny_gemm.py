@@ -29,7 +29,6 @@ Writes ``DIR/skinny_gemm_probe.{json,md,png}`` (default ``benchmarks/results``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -37,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from harness import Results, gpu_times_interleaved, peer  # noqa: E402
+from harness import Results, gpu_times_interleaved, probe_start  # noqa: E402
 
 MAX_TOKENS = 32  # the products of at most this many tokens
 COLS = (1, 2, 4)  # output columns per warp (CUDA cores)
@@ -359,13 +358,10 @@ def probe(res, torch, spec, arch: str) -> None:
 def main(argv=None) -> int:
     import cases_llm as llm
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
-    args = p.parse_args(argv)
-    torch = peer("torch")
-    if torch is None or not torch.cuda.is_available():
-        print("torch with CUDA is needed")
+    started = probe_start(__doc__, os.path.join(HERE, "results"), argv)
+    if started is None:
         return 1
+    out, torch = started
     from cuda.core import Device
 
     Device(torch.cuda.current_device()).set_current()  # torch's context, current for cuda.core
@@ -378,7 +374,7 @@ def main(argv=None) -> int:
             probe(res, torch, spec, f"sm_{major}{minor}")
         except Exception as e:  # reported; the other products still run
             print(f"   {llm.case_name(*spec)} failed: {type(e).__name__}: {str(e)[:500]}")
-    for path in res.write(args.out, "skinny_gemm_probe"):
+    for path in res.write(out, "skinny_gemm_probe"):
         print(f"wrote {path}")
     return 0
 
