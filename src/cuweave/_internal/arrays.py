@@ -13,12 +13,18 @@ from . import dlpack as _dl
 from .dtypes import ITEMSIZE, canonical_name, numpy_dtype
 from .errors import InvalidOperandError
 
-__all__ = ["ALIGNMENT", "Operand", "check_same_place", "DeviceArray", "c_strides", "new_operand",
-           "bytes_to_elems", "dtype_name", "numpy_pointer"]
+__all__ = ["ALIGNMENT", "alignment", "Operand", "check_same_place", "DeviceArray", "c_strides",
+           "new_operand", "bytes_to_elems", "dtype_name", "numpy_pointer"]
 
 #: a device pointer's alignment in bytes as cuBLASLt/cuFFT see it, at most 256, read off its
 #: low byte: ``ALIGNMENT[ptr & 255]`` (0, a pointer not bound yet, counts as 256)
 ALIGNMENT = tuple(256 if v == 0 else v & -v for v in range(256))
+
+
+def alignment(ptr: int) -> int:
+    """Alignment of a device pointer in bytes as cuBLASLt's heuristics see it (at most 256;
+    ``0`` (not bound yet) counts as 256)."""
+    return ALIGNMENT[ptr & 255]
 
 _EXPECTED = ("a NumPy or CuPy array, a torch tensor, or an object supporting __dlpack__ or "
              "__cuda_array_interface__")

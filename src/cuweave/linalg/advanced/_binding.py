@@ -9,9 +9,10 @@ import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._bindings.library_types import DATA_TYPE
-from ..._internal.arrays import ALIGNMENT, check_same_place
+from ..._internal.arrays import check_same_place
 from ..._internal.errors import InvalidOperandError
 from ..._internal.packages import wrap_operand
+from ._checks import OperandPackageError
 from ._epilogs import (
     AUX_FORMATS,
     MatmulEpilog,
@@ -23,18 +24,12 @@ from ._epilogs import (
 )
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
 
-__all__ = ["EpilogBinding", "alignment", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
+__all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
            "perm_from_strides"]
 
 _SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
 _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are set per execute)
-
-
-def alignment(ptr: int) -> int:
-    """Alignment of a device pointer in bytes as cuBLASLt's heuristics see it (at most 256;
-    ``0`` (not bound yet) counts as 256)."""
-    return ALIGNMENT[ptr & 255]
 
 
 def lt_epilog(spec, swap: bool):
@@ -159,8 +154,6 @@ class EpilogBinding:
         package = next(iter(ref_ops.values())).package
         for k, op in self.inputs.items():  # nvmath: a package mismatch is a TypeError, then
             if op.package != package:      # another memory space a ValueError
-                from ._checks import OperandPackageError
-
                 raise OperandPackageError(
                     f"{_input_name(k)} must come from the operands' package ({package}), got "
                     f"a {op.package} array")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._internal.arrays import alignment
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ._algorithm import Algorithm
-from ._binding import alignment
 from ._options import matrix_qualifiers_dtype
 
 __all__ = ["alignment_error", "AlgorithmTypeError", "OperandPackageError",

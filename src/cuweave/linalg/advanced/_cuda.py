@@ -23,9 +23,8 @@ from ..._internal.packages import allocate
 from ..._internal.resources import StreamResources
 from ..._internal.staging import shared_stager
 from ._algorithm import Algorithm
-from ._binding import alignment
 
-__all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY", "alignment"]
+__all__ = ["CudaEngine", "handle_for", "SCALE_NUMPY"]
 
 SCALE_NUMPY = {
     CudaDataType.CUDA_R_16F: np.float16, CudaDataType.CUDA_R_32F: np.float32,

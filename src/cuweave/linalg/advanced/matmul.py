@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..._internal import cuda
-from ..._internal.arrays import check_same_place
+from ..._internal.arrays import alignment, check_same_place
 from ..._internal.errors import (
     CublasLtError,
     InvalidOperandError,
@@ -30,7 +30,6 @@ from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import (
     EpilogBinding,
-    alignment,
     check_aux_input_dtype,
     frame_constraints,
     perm_from_strides,
