@@ -10,7 +10,7 @@ from ._algorithm import Algorithm
 from ._options import matrix_qualifiers_dtype
 
 __all__ = ["alignment_error", "AlgorithmTypeError", "OperandPackageError",
-           "IncompleteResetError"]
+           "IncompleteResetError", "signature_mismatch"]
 
 
 class AlgorithmTypeError(InvalidOptionError, TypeError):
@@ -67,9 +67,20 @@ def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
     return conj[0], conj[1]
 
 
+_SIGNATURE_FIELDS = ("shape", "strides", "dtype", "package", "place", "conjugated")
+
+
 def _signature(op) -> tuple:
-    """What a reset operand must share with the planned one."""
+    """What a reset operand must share with the planned one (:data:`_SIGNATURE_FIELDS`)."""
     return (op.shape, op.strides, op.dtype, op.package, op.place, op.conj)
+
+
+def signature_mismatch(name: str, planned: tuple, got: tuple) -> InvalidOperandError:
+    """The error for a reset operand ``name`` whose :func:`_signature` ``got`` differs from the
+    ``planned`` one, naming each differing field."""
+    diff = ", ".join(f"{field} {want!r} (got {have!r})" for field, want, have
+                     in zip(_SIGNATURE_FIELDS, planned, got) if want != have)
+    return InvalidOperandError(f"{name} must match the planned operand's {diff}")
 
 
 def _scalar(value, default, name):

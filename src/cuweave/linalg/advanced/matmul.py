@@ -51,6 +51,7 @@ from ._checks import (
     check_scales,
     ignored,
     scale_value,
+    signature_mismatch,
     split_aux_scale,
 )
 from ._epilogs import AUX_FORMATS, epilog_spec, validate_epilog, validate_epilog_inputs
@@ -395,9 +396,9 @@ class Matmul(StatefulObject):
                     raise OperandPackageError(
                         f"{name} must come from the planned operand's package "
                         f"({sigs[name][3]}), got a {op.package} operand")
-                if _signature(op) != sigs[name]:
-                    raise InvalidOperandError(
-                        f"{name} must match the planned operand {sigs[name]}, got {op!r}")
+                got = _signature(op)
+                if got != sigs[name]:
+                    raise signature_mismatch(name, sigs[name], got)
                 if name == "c" and self.options.inplace:
                     check_inplace_target(op, "c")
                 need = self._alignments.get(name)
