@@ -15,7 +15,7 @@ import sys
 import time
 
 __all__ = ["gpu_time_ms", "gpu_times_interleaved", "host_us_per_call", "host_us_interleaved",
-           "cpu_time_ms", "Results", "device_sync", "peer", "l2_flush", "probe_start"]
+           "cpu_time_ms", "Results", "device_sync", "peer", "l2_flush", "probe_main"]
 
 
 def _working(impls: dict, warmup: int) -> dict:
@@ -41,19 +41,24 @@ def peer(name: str):
         return None
 
 
-def probe_start(doc: str, default_out: str, argv=None):
-    """``(out directory, torch)`` for a ``probe_*.py`` script (``--out DIR``, ``doc``'s first
-    line as its description), or ``None`` (said why) when torch has no CUDA."""
+def probe_main(doc: str, name: str, body, argv=None) -> int:
+    """A ``probe_*.py`` script's main: ``--out DIR`` (default ``benchmarks/results``; ``doc``'s
+    first line describes it), then ``body(results, torch)`` and ``DIR/<name>.{json,md,png}``;
+    1 (said why) when torch has no CUDA."""
     import argparse
 
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    p.add_argument("--out", default=default_out)
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     out = p.parse_args(argv).out
     torch = peer("torch")
     if torch is None or not torch.cuda.is_available():
         print("torch with CUDA is needed")
-        return None
-    return out, torch
+        return 1
+    res = Results()
+    body(res, torch)
+    for path in res.write(out, name):
+        print(f"wrote {path}")
+    return 0
 
 
 def device_sync() -> None:

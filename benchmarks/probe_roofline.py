@@ -24,7 +24,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from harness import Results, gpu_times_interleaved, peer, probe_start  # noqa: E402
+from harness import gpu_times_interleaved, peer, probe_main  # noqa: E402
 
 FFT_BATCH, FFT_N = 65536, 256  # as cases_device_fft
 GEMM_BATCH, GEMM_N = 100_000, 64  # as cases_device_matmul
@@ -67,18 +67,14 @@ def gemm_case(res, torch, dtype) -> None:
             "add (same bytes)")
 
 
-def main(argv=None) -> int:
-    started = probe_start(__doc__, os.path.join(HERE, "results"), argv)
-    if started is None:
-        return 1
-    out, torch = started
-    res = Results()
+def _cases(res, torch) -> None:
     fft_case(res, torch, peer("cupy"))
     for dtype in (torch.float16, torch.float64):
         gemm_case(res, torch, dtype)
-    for path in res.write(out, "roofline_probe"):
-        print(f"wrote {path}")
-    return 0
+
+
+def main(argv=None) -> int:
+    return probe_main(__doc__, "roofline_probe", _cases, argv)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
-from harness import Results, gpu_times_interleaved, probe_start  # noqa: E402
+from harness import gpu_times_interleaved, probe_main  # noqa: E402
 
 MAX_TOKENS = 32  # the products of at most this many tokens
 COLS = (1, 2, 4)  # output columns per warp (CUDA cores)
@@ -355,18 +355,12 @@ def probe(res, torch, spec, arch: str) -> None:
         mm.free()
 
 
-def main(argv=None) -> int:
+def _cases(res, torch) -> None:
     import cases_llm as llm
-
-    started = probe_start(__doc__, os.path.join(HERE, "results"), argv)
-    if started is None:
-        return 1
-    out, torch = started
     from cuda.core import Device
 
     Device(torch.cuda.current_device()).set_current()  # torch's context, current for cuda.core
     major, minor = torch.cuda.get_device_capability()
-    res = Results()
     for spec in llm.SUITE:
         if spec[2] > MAX_TOKENS:
             continue
@@ -374,9 +368,10 @@ def main(argv=None) -> int:
             probe(res, torch, spec, f"sm_{major}{minor}")
         except Exception as e:  # reported; the other products still run
             print(f"   {llm.case_name(*spec)} failed: {type(e).__name__}: {str(e)[:500]}")
-    for path in res.write(out, "skinny_gemm_probe"):
-        print(f"wrote {path}")
-    return 0
+
+
+def main(argv=None) -> int:
+    return probe_main(__doc__, "skinny_gemm_probe", _cases, argv)
 
 
 if __name__ == "__main__":

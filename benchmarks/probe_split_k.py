@@ -23,10 +23,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
 from harness import (  # noqa: E402
-    Results,
     gpu_times_interleaved,
     host_us_interleaved,
-    probe_start,
+    probe_main,
 )
 
 CAPS = {"32 MiB cap (default)": None, "4 MiB cap": {"memory_limit": 4 << 20}}
@@ -60,19 +59,15 @@ def _case(res, torch, m, n, k, dtype) -> None:
         mm.free()
 
 
-def main(argv=None) -> int:
-    started = probe_start(__doc__, os.path.join(HERE, "results"), argv)
-    if started is None:
-        return 1
-    out, torch = started
-    res = Results()
+def _cases(res, torch) -> None:
     for n in SQUARES:
         _case(res, torch, n, n, n, torch.float32)
     for m, n, k in LLM_SHAPES:
         _case(res, torch, m, n, k, torch.bfloat16)
-    for path in res.write(out, "split_k_probe"):
-        print(f"wrote {path}")
-    return 0
+
+
+def main(argv=None) -> int:
+    return probe_main(__doc__, "split_k_probe", _cases, argv)
 
 
 if __name__ == "__main__":
