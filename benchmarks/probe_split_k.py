@@ -34,10 +34,10 @@ LLM_SHAPES = ((64, 4096, 11008), (128, 8192, 28672))  # (tokens, out, in): x @ W
 
 
 def _case(res, torch, m, n, k, dtype) -> None:
-    a = torch.randn(m, k, device="cuda", dtype=dtype)
-    b = torch.randn(n, k, device="cuda", dtype=dtype).T
     from cuweave.linalg.advanced import Matmul
 
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(n, k, device="cuda", dtype=dtype).T
     plans = {}
     for label, options in CAPS.items():
         mm = Matmul(a, b, options=options)
