@@ -94,7 +94,7 @@ def _fake_torch():
     mod.__path__ = []
     counter = itertools.count(1)
     for name in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-                 "uint8"):
+                 "uint8", "float8_e4m3fn", "float8_e5m2"):
         setattr(mod, name, _DType(name))
 
     def empty(*size, dtype=None, device=None):  # torch.empty(2, 3) and torch.empty((2, 3))
@@ -144,6 +144,8 @@ class FakeGPU:
         self.matmul_calls = []
         self.set_calls = []
         self.pref_calls = []  # (attr, value) of each preference_set_attribute
+        #: handle -> (cudaDataType, rows, cols, ld) of each matrix_layout_create
+        self.layouts = {}
         self.waits = []  # (waiting stream, stream recorded on) of each cuStreamWaitEvent
         self.syncs = []  # streams passed to cuda.synchronize
         self.set_devices = []  # cuda.set_device calls
@@ -214,9 +216,15 @@ class FakeGPU:
     def install(self, mp) -> FakeGPU:
         handles = itertools.count(0x1000, 0x10)
         mp.setitem(sys.modules, "torch", self.torch)
-        for name in ("create", "matmul_desc_create", "matrix_layout_create",
-                     "preference_create"):
+        for name in ("create", "matmul_desc_create", "preference_create"):
             mp.setattr(lt, name, lambda *a, **k: next(handles))
+
+        def layout_create(dtype, rows, cols, ld):
+            h = next(handles)
+            self.layouts[h] = (int(dtype), rows, cols, ld)
+            return h
+
+        mp.setattr(lt, "matrix_layout_create", layout_create)
         for name in ("matrix_layout_set_attribute", "matrix_layout_destroy",
                      "matmul_desc_destroy", "preference_destroy"):
             mp.setattr(lt, name, lambda *a, **k: None)

@@ -158,8 +158,9 @@ class CudaEngine:
         self._set_ptr = _pointer_setter(desc)
         count = p.batch_count
         d_type = types["d"]
-        self.la = self._layout(types["a"], p.a, count)
-        self.lb = self._layout(types["b"], p.b, count)
+        ua, ub = p.lt_users  # swapped: cuBLASLt's A is the user's b (and its dtype)
+        self.la = self._layout(types[ua], p.a, count)
+        self.lb = self._layout(types[ub], p.b, count)
         self.ld = self._layout(d_type, p.d, count)
         self.c_is_d = p.c is None and types["c_layout"] == d_type
         self.lc = self.ld if self.c_is_d else self._layout(
@@ -258,7 +259,7 @@ class CudaEngine:
     # ---------------------------------------------------------------- host staging
     def _allocate_staging(self, p, types) -> None:
         count = p.batch_count
-        ua, ub = ("b", "a") if p.swap else ("a", "b")  # the user operands of lt A and B
+        ua, ub = p.lt_users
         need = {ua: _extent_bytes(p.a, count, ITEMSIZE[types[ua]]),
                 ub: _extent_bytes(p.b, count, ITEMSIZE[types[ub]]),
                 "d": _extent_bytes(p.d, count, ITEMSIZE[types["d"]])}

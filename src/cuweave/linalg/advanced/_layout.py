@@ -63,6 +63,13 @@ class Problem:
     result_perm: tuple
     squeeze: tuple
 
+    @property
+    def lt_users(self) -> tuple:
+        """The user operands (``"a"``/``"b"``) that are cuBLASLt's A and B in this frame:
+        swapped, cuBLASLt's A is the user's ``b``. Every per-operand attribute handed to
+        cuBLASLt (data type, scale pointer, alignment) must be read through this."""
+        return ("b", "a") if self.swap else ("a", "b")
+
 
 def promote(shape, strides, which: str):
     """NumPy 1-D promotion: ``a`` (K,) → (1, K); ``b`` (K,) → (K, 1). Returns (shape, strides,

@@ -65,7 +65,7 @@ def build_run(mm):
     current, res, enter, call, set_pointer = (pkg.stream_getter(dev), eng.res, eng.enter,
                                               eng.call, eng.set_pointer)
     multi = eng.multi_device
-    x, y = ("b", "a") if p.swap else ("a", "b")
+    x, y = p.lt_users
     # the C pointer: 0 D itself, 1 the user's c, 2 the workspace (C layout of another type,
     # never read with beta=0)
     c_mode = 1 if p.c is not None else (2 if t["c_layout"] != t["d"] else 0)
@@ -273,7 +273,8 @@ def _bind_fp8(mm, state, s) -> None:
     """Scale pointers (host scales uploaded: no host pointer ever reaches cuBLASLt) and the
     amax output."""
     eng, sc = mm._engine, mm._scale_ops
-    for name, attr in (("a", _A.A_SCALE_POINTER), ("b", _A.B_SCALE_POINTER),
+    x, y = mm._problem.lt_users  # swapped: cuBLASLt's A scale is the user's b scale
+    for name, attr in ((x, _A.A_SCALE_POINTER), (y, _A.B_SCALE_POINTER),
                        ("c", _A.C_SCALE_POINTER), ("d", _A.D_SCALE_POINTER)):
         v = sc.get(name)
         if v is None:

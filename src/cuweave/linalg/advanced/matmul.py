@@ -559,7 +559,7 @@ class Matmul(StatefulObject):
         self._alignments = {} if self._host else {k: alignment(op.ptr) for k, op in ops.items()}
         user = dict.fromkeys(("a", "b", "c"), 256)  # staged buffers and new results: 256
         user.update(self._alignments)
-        x, y = ("b", "a") if p.swap else ("a", "b")
+        x, y = p.lt_users
         d = user["c"] if self.options.inplace else 256
         c = user["c"] if p.c is not None else d
         return {"a": user[x], "b": user[y], "c": c, "d": d}
@@ -568,7 +568,8 @@ class Matmul(StatefulObject):
         p, t, o = self._problem, self._types, self.options
         prefs = getattr(self, "_prefs", None)
         aux_type = prefs.epilog.aux_type if prefs is not None else None
-        return repr((p.a, p.b, p.d, p.c, p.m, p.n, p.k, p.batch_count, t["a"], t["b"], t["c"],
+        x, y = p.lt_users  # the dtypes of cuBLASLt's A and B, next to their layouts
+        return repr((p.a, p.b, p.d, p.c, p.m, p.n, p.k, p.batch_count, t[x], t[y], t["c"],
                      t["c_layout"], t["d"], int(t["compute"]), int(t["scale"]),
                      int(self._binding.lt.epilog), bool(o.fast_accumulation),
                      o.sm_count_target or 0, aux_type))
@@ -583,8 +584,9 @@ class Matmul(StatefulObject):
         from ._cuda import handle_for
 
         t = self._types
+        x, y = self._problem.lt_users  # cuBLASLt's A and B (swapped: the user's b is A)
         return lt.algo_get_ids(handle_for(self._device_id), t["compute"], t["scale"],
-                               DATA_TYPE[t["a"]], DATA_TYPE[t["b"]],
+                               DATA_TYPE[t[x]], DATA_TYPE[t[y]],
                                DATA_TYPE[t["c_layout"]], DATA_TYPE[t["d"]], limit)
 
     # ---------------------------------------------------------------- autotune
