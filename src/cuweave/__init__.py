@@ -34,6 +34,7 @@ __all__ = [
     "__version__",
     "linalg",
     "fft",
+    "sparse",
     "device",
     "info",
     "is_available",
@@ -56,7 +57,7 @@ __all__ = [
     "CufftError",
 ]
 
-_SUBMODULES = ("linalg", "fft", "device", "distributed", "torch")
+_SUBMODULES = ("linalg", "fft", "device", "distributed", "torch", "sparse")
 
 
 def __getattr__(name: str):
