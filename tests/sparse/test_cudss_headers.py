@@ -111,3 +111,35 @@ def test_config_types_cover_what_the_solver_sets():
               cudss.ConfigParam.HYBRID_DEVICE_MEMORY_LIMIT, cudss.ConfigParam.HOST_NTHREADS,
               cudss.ConfigParam.HYBRID_EXECUTE_MODE, cudss.ConfigParam.MAX_LU_NNZ):
         assert p in cudss.CONFIG_TYPES
+
+
+@pytest.fixture(scope="module")
+def library():
+    try:
+        cudss.load()
+    except Exception as e:  # LibraryNotFoundError, or a dependency missing
+        pytest.skip(f"libcudss cannot be loaded here: {e}")
+    return cudss
+
+
+def test_config_values_round_trip_with_their_c_types(library):
+    """cuDSS config objects need no GPU: every value reads and writes back with its declared C
+    type (cuDSS refuses a wrong size for the enum settings with CUDSS_STATUS_INVALID_VALUE)
+    and the CPU engine's defaults are cuDSS's own."""
+    from cuweave.sparse.advanced._configs import cpu_defaults
+
+    config = library.config_create()
+    try:
+        defaults = cpu_defaults("float64")
+        for param in library.CONFIG_TYPES:
+            value = library.config_get(config, param)
+            if param in defaults:  # the CPU engine starts from cuDSS's own defaults
+                assert value == defaults[param], param
+            if param == library.ConfigParam.HOST_NTHREADS:
+                continue  # settable only with a threading layer
+            library.config_set(config, param, value)
+            assert library.config_get(config, param) == value
+        library.config_set(config, library.ConfigParam.PIVOT_EPSILON, 1e-9)
+        assert library.config_get(config, library.ConfigParam.PIVOT_EPSILON) == 1e-9
+    finally:
+        library.config_destroy(config)

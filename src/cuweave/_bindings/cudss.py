@@ -18,7 +18,7 @@ checks the returned ``cudssStatus_t`` and raises :class:`CudssError` (status nam
 from __future__ import annotations
 
 import ctypes
-import ctypes as _c
+import ctypes as _c  # the short name of the declarations below
 import os
 import threading
 from enum import IntEnum
@@ -325,9 +325,29 @@ def _candidates_from_env() -> list[str]:
     return [value]
 
 
+#: libraries libcudss.so.1 links against (loaded first, globally, so that a libcudss found
+#: outside the wheel layout resolves them from the NVIDIA wheels)
+DEPENDENCIES = ("cublasLt", "cublas", "nvrtc")
+
+
+def _preload_dependencies() -> None:
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+    except ImportError:
+        return
+    for name in DEPENDENCIES:
+        try:
+            load_nvidia_dynamic_lib(name)
+        except Exception:  # the loader's own search may still find it
+            pass
+
+
 def _open() -> tuple[ctypes.CDLL, str]:
     errors = []
-    for path in _candidates_from_env():
+    candidates = _candidates_from_env()
+    if candidates:
+        _preload_dependencies()
+    for path in candidates:
         try:
             return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
         except OSError as e:

@@ -41,16 +41,16 @@ memory_estimates_dtype = np.dtype([
 
 
 def cpu_defaults(dtype: str) -> dict:
-    """cuDSS 1.0's default settings (the CPU store starts from them)."""
-    single = dtype in ("float32", "complex64")
+    """cuDSS 1.0's default settings, as a new cuDSS config reports them (the CPU store starts
+    from them; -1 means "the library decides")."""
     return {
-        ConfigParam.HOST_NTHREADS: 0, ConfigParam.REORDERING_ALG: ReorderingAlg.DEFAULT,
+        ConfigParam.HOST_NTHREADS: -1, ConfigParam.REORDERING_ALG: ReorderingAlg.DEFAULT,
         ConfigParam.PIVOT_TYPE: PivotType.PIVOT_AUTO, ConfigParam.PIVOT_THRESHOLD: 1.0,
-        ConfigParam.MAX_LU_NNZ: 0, ConfigParam.MATCHING_ALG: MatchingAlg.AUTO,
+        ConfigParam.MAX_LU_NNZ: -1, ConfigParam.MATCHING_ALG: MatchingAlg.AUTO,
         ConfigParam.ND_NLEVELS: 10, ConfigParam.USE_SUPERPANELS: 1,
         ConfigParam.FACTORIZATION_ALG: FactorizationAlg.DEFAULT,
         ConfigParam.PIVOT_EPSILON_ALG: PivotEpsilonAlg.DEFAULT,
-        ConfigParam.PIVOT_EPSILON: 1e-5 if single else 1e-13,
+        ConfigParam.PIVOT_EPSILON: -1.0,
         ConfigParam.SOLVE_ALG: SolveAlg.DEFAULT, ConfigParam.IR_N_STEPS: 0,
     }
 

@@ -63,7 +63,8 @@ class CpuEngine:
         """Reordering and symbolic factorization of every system (``structures``: the host
         ``(indptr, indices)`` of each matrix, already checked)."""
         self.release()
-        threads = self.store.get(ConfigParam.HOST_NTHREADS) or self.threads
+        requested = self.store.get(ConfigParam.HOST_NTHREADS)
+        threads = requested if requested > 0 else self.threads
         reordering = self.store.get(ConfigParam.REORDERING_ALG)
         systems = []
         try:
