@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._bindings.cudss import ConfigParam, DataParam, MatrixType
+from ..._bindings.cudss import ConfigParam, DataParam, MatrixType, MatrixViewType
 from ..._internal.errors import InvalidStateError
 from ..._internal.packages import adapter, empty
 from . import _cpu_backends as backends
@@ -69,8 +69,10 @@ class CpuEngine:
         systems = []
         try:
             for csr, (indptr, indices) in zip(problem.matrices, structures):
+                stored = csr.nnz if self.view == MatrixViewType.FULL or \
+                    self.mtype == MatrixType.GENERAL else 2 * csr.nnz - csr.n
                 be = backends.make(self.backend_name, self.mtype, csr.n, self._dtype, threads,
-                                   reordering)
+                                   reordering, row_length=stored / max(csr.n, 1))
                 if hasattr(be, "set_pivot_eps"):
                     be.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
                 d = derive(csr.n, indptr, indices, self.mtype, self.view, be.want,

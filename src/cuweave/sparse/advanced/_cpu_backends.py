@@ -349,15 +349,15 @@ def choose(mtype: MatrixType) -> str:
     one that handles it (benchmarks/results/sparse_cpu.md: PARDISO for every type where MKL is
     installed; CHOLMOD for SPD/HPD without MKL; SuperLU otherwise)."""
     forced = os.environ.get(ENV_CHOICE, "").strip().lower()
-    have = available()
     if forced and forced != "auto":
         if forced not in BACKENDS:
             raise InvalidOptionError(f"{ENV_CHOICE} must be one of 'auto', "
                                      f"{', '.join(map(repr, BACKENDS))}, got {forced!r}")
-        if forced not in have:
-            extra = "sparse-cpu"
-            raise LibraryNotFoundError(forced, extra, f"{ENV_CHOICE}={forced} is not installed")
+        if forced != "superlu" and forced not in available():
+            raise LibraryNotFoundError(forced, "sparse-cpu",
+                                       f"{ENV_CHOICE}={forced} is not installed")
         return forced
+    have = available()
     for name in have:
         if name == "cholmod" and mtype not in (MatrixType.SPD, MatrixType.HPD):
             continue
@@ -365,7 +365,17 @@ def choose(mtype: MatrixType) -> str:
     return "superlu"
 
 
+#: mean entries per row below which PARDISO's default ordering is minimum degree: on 2-D
+#: meshes (5-point stencils: 5 per row) MKL's METIS costs twice the rest of the solve, on 3-D
+#: ones (7 per row) nested dissection's smaller fill wins (benchmarks/results/sparse_cpu.md)
+MIN_DEGREE_BELOW = 6.0
+
+
 def make(name: str, mtype: MatrixType, n: int, dtype, num_threads: int,
-         reordering=ReorderingAlg.DEFAULT):
-    """A new backend object ``name`` for one system."""
+         reordering=ReorderingAlg.DEFAULT, row_length: float = 0.0):
+    """A new backend object ``name`` for one system (``row_length``: the full matrix's mean
+    entries per row, which picks PARDISO's default ordering)."""
+    if name == "pardiso" and reordering == ReorderingAlg.DEFAULT:
+        reordering = (ReorderingAlg.AMD if row_length < MIN_DEGREE_BELOW
+                      else ReorderingAlg.NESTED_DISSECTION)
     return BACKENDS[name](mtype, n, np.dtype(dtype), num_threads, reordering)
