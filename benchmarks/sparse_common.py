@@ -109,3 +109,38 @@ def add_child_result(results, case: str, impl: str, got: dict, **meta) -> None:
         print(f"   {impl}: timed out after {got['timeout']:.0f} s (the row is a lower bound)")
     else:
         print(f"   {impl} failed: {got.get('error')}")
+
+
+def timed_rounds(kinds: dict, dims: int, m: int, cap_s: float, rounds: int,
+                 repeat_below_s: float = 60.0) -> dict:
+    """:func:`timed_child` of every ``label -> kind`` in interleaved rounds (reversed on odd
+    rounds: none always runs after the same one); an implementation that timed out, failed or
+    took longer than ``repeat_below_s`` is not repeated. ``label -> [result dicts]``."""
+    samples: dict = {label: [] for label in kinds}
+    order = list(kinds.items())
+    for r in range(rounds):
+        for label, kind in (order if r % 2 == 0 else order[::-1]):
+            done = samples[label]
+            if done and ("seconds" not in done[-1] or done[-1]["seconds"] > repeat_below_s):
+                continue
+            done.append(timed_child(kind, dims, m, cap_s))
+    return samples
+
+
+def add_samples(results, case: str, impl: str, got: list) -> None:
+    """The median of an implementation's samples as its row (all samples kept in the row)."""
+    ok = [g for g in got if "seconds" in g]
+    if not ok:
+        add_child_result(results, case, impl, got[0] if got else {"error": "not run"})
+        return
+    secs = sorted(g["seconds"] for g in ok)
+    median = secs[len(secs) // 2] if len(secs) % 2 else 0.5 * (secs[len(secs) // 2 - 1]
+                                                                + secs[len(secs) // 2])
+    results.add(case=case, impl=impl, metric="time", value=median * 1e3, unit="ms",
+                samples_ms=[round(v * 1e3, 1) for v in secs],
+                residual=max(g.get("residual", 0.0) for g in ok))
+    resolves = sorted(g["resolve_s"] for g in ok if "resolve_s" in g)
+    if resolves:
+        results.add(case=case, impl=impl, metric="re-solve",
+                    value=resolves[len(resolves) // 2] * 1e3, unit="ms",
+                    backend=ok[0].get("backend"))

@@ -162,3 +162,36 @@ def test_states_and_nothing_half_done():
         s.solve()
     with pytest.raises(InvalidStateError, match="free"):
         _ = s.plan_config.reordering_algorithm
+
+
+def test_device_structure_checks_agree_with_the_host_ones():
+    """The structure checks run with the package's own array operations for device operands;
+    NumPy has the same operations, so both paths see the same corrupted structures."""
+    from cuweave._internal.packages import wrap_operand
+    from cuweave.sparse.advanced._layout import Csr, _check_host_structure, _device_structure_ok
+
+    rng = np.random.default_rng(0)
+    a = random_matrix(30, T.GENERAL, False, seed=1, density=0.2)
+    base = (a.indptr.copy(), a.indices.copy())
+    cases = [base]
+    for _ in range(40):
+        ip, ix = base[0].copy(), base[1].copy()
+        kind = rng.integers(0, 4)
+        k = int(rng.integers(0, ix.size))
+        if kind == 0:
+            ix[k] = ix[k - 1] if k else ix[1]           # duplicate or unsorted
+        elif kind == 1:
+            ix[k] = rng.integers(0, 30)                 # anything
+        elif kind == 2:
+            ip[int(rng.integers(1, 30))] += int(rng.integers(-2, 3))  # indptr shift
+        else:
+            ix[k] = 30 + int(rng.integers(0, 3)) - 1    # 29 (fine) .. 31 (out of range)
+        cases.append((ip, ix))
+    for ip, ix in cases:
+        csr = Csr(30, ix.size, wrap_operand(ip), wrap_operand(ix), wrap_operand(a.data))
+        try:
+            _check_host_structure(ip, ix, 30, ix.size, "a")
+            host_ok = True
+        except SparseOperandError:
+            host_ok = False
+        assert _device_structure_ok(csr) == host_ok, (ip, ix)

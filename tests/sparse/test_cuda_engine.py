@@ -157,3 +157,23 @@ def test_torch_device_operands():
     assert isinstance(x, torch.Tensor) and x.shape == b.shape
     for i in range(2):
         assert rel_err(x[i].numpy(), np.linalg.solve(dense[i], b[i].numpy())) < 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_torch_device_structure_checked_where_it_lives():
+    torch = pytest.importorskip("torch")
+    a = random_matrix(10, T.GENERAL, False, seed=6, density=0.3)
+    ix = a.indices.copy()
+    row = int(np.argmax(np.diff(a.indptr) >= 2))
+    ix[a.indptr[row] + 1] = ix[a.indptr[row]]  # a duplicate column in that row
+    bad = torch.sparse_csr_tensor(torch.tensor(a.indptr), torch.tensor(ix),
+                                  torch.tensor(a.data), size=(10, 10))
+    good = torch.sparse_csr_tensor(torch.tensor(a.indptr), torch.tensor(a.indices),
+                                   torch.tensor(a.data), size=(10, 10))
+    b = torch.ones(10, dtype=torch.float64)
+    with fake_gpu(torch_as_cuda=True) as fake:
+        x = direct_solver(good, b)
+        assert not [e for e in fake.log if e[0] == "memcpy"]  # nothing copied to check it
+        with pytest.raises(SparseOperandError, match=f"no duplicate entries.*row {row}"):
+            direct_solver(bad, b)
+    assert rel_err(x.numpy(), reference(a, np.ones(10))) < 1e-12

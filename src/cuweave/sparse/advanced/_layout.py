@@ -291,11 +291,62 @@ def host_copy(op: Operand, stream=None) -> np.ndarray:
     return out
 
 
-def check_structure(csr: Csr, name: str, stream=None) -> tuple[np.ndarray, np.ndarray]:
-    """Check ``indptr``/``indices`` of ``csr``; returns their host copies."""
+def check_structure(csr: Csr, name: str, stream=None) -> tuple:
+    """Check ``indptr``/``indices`` of ``csr``; returns them (host arrays: NumPy views; device
+    arrays: the package's arrays, checked where they live: only a failing check copies them to
+    the host to say where)."""
+    if csr.indptr.device == "cuda" and _device_structure_ok(csr):
+        return csr.indptr.obj, csr.indices.obj
     indptr = host_copy(csr.indptr, stream)
     indices = host_copy(csr.indices, stream)
+    _check_host_structure(indptr, indices, csr.n, csr.nnz, name)
+    return indptr, indices
+
+
+def _device_structure_ok(csr: Csr) -> bool:
+    """The checks of :func:`_check_host_structure` in the package's own array operations (CuPy
+    and torch share these); a few scalars come back to the host, not the arrays."""
+    ip, ix = csr.indptr.obj, csr.indices.obj
     n, nnz = csr.n, csr.nnz
+    if int(ip[0]) != 0 or int(ip[-1]) != nnz:
+        return False
+    counts = ip[1:] - ip[:-1]
+    if n and bool((counts < 0).any()):
+        return False
+    if nnz == 0:
+        return True
+    if int(ix.min()) < 0 or int(ix.max()) >= n:
+        return False
+    if nnz == 1:
+        return True
+    step = ix[1:] - ix[:-1]
+    # positions where a non-empty row (other than the first entry's) starts: a step there may
+    # go down; everywhere else it must go up
+    starts = ip[1:-1][counts[1:] > 0]
+    starts = starts[starts > 0]
+    bad = int((step <= 0).sum())
+    if starts.shape[0]:
+        bad -= int((step[starts - 1] <= 0).sum())
+    return bad == 0
+
+
+def same_structure(old, new) -> bool:
+    """Whether two structures from :func:`check_structure` are equal (device arrays: the same
+    memory, or equal contents compared on the device)."""
+    (oi, oj), (ni, nj) = old, new
+    if isinstance(oi, np.ndarray) and isinstance(ni, np.ndarray):
+        return np.array_equal(oi, ni) and np.array_equal(oj, nj)
+    if isinstance(oi, np.ndarray) or isinstance(ni, np.ndarray):
+        return False
+    if tuple(oi.shape) != tuple(ni.shape) or tuple(oj.shape) != tuple(nj.shape):
+        return False
+    same_memory = wrap_operand(oi).ptr == wrap_operand(ni).ptr and \
+        wrap_operand(oj).ptr == wrap_operand(nj).ptr
+    return same_memory or (bool((oi == ni).all()) and bool((oj == nj).all()))
+
+
+def _check_host_structure(indptr, indices, n: int, nnz: int, name: str) -> None:
+    """The structure checks on host arrays, raising the error that says what and where."""
     if indptr[0] != 0 or indptr[-1] != nnz:
         raise SparseOperandError(f"{name}.indptr must start at 0 and end at nnz = {nnz}, got "
                                  f"{int(indptr[0])} and {int(indptr[-1])}")
@@ -323,7 +374,6 @@ def check_structure(csr: Csr, name: str, stream=None) -> tuple[np.ndarray, np.nd
             raise SparseOperandError(
                 f"{name} must have sorted column indices in every row (sort them with "
                 f"a.sort_indices()), got unsorted indices in row {row}")
-    return indptr, indices
 
 
 def check_values(op: Operand, name: str) -> None:

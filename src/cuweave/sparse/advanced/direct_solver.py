@@ -29,6 +29,7 @@ from ._layout import (
     check_values,
     host_copy,
     make_problem,
+    same_structure,
     wrap_lhs,
     wrap_rhs,
 )
@@ -311,8 +312,9 @@ class DirectSolver(StatefulObject):
     def _install(self, new, structures, new_a: bool, new_b: bool, stream) -> None:
         """Make ``new`` the current problem: the plan survives an unchanged pattern."""
         same = structures is not None and _same_structures(self._structures, structures)
-        if new_a and structures is None:  # unchecked: the host copies the CPU plan reads
-            structures = [(host_copy(m.indptr, stream), host_copy(m.indices, stream))
+        if new_a and structures is None:  # unchecked: what the plan reads, unchecked
+            structures = [(m.indptr.obj, m.indices.obj) if m.indptr.device == "cuda" else
+                          (host_copy(m.indptr, stream), host_copy(m.indices, stream))
                           for m in new.matrices]
         self._engine.update(new, new_a, new_b, same, stream)
         self._problem = new
@@ -350,10 +352,7 @@ class DirectSolver(StatefulObject):
 def _same_structures(old, new) -> bool:
     if old is None or new is None or len(old) != len(new):
         return False
-    import numpy as np
-
-    return all(np.array_equal(oi, ni) and np.array_equal(oj, nj)
-               for (oi, oj), (ni, nj) in zip(old, new))
+    return all(same_structure(o, n) for o, n in zip(old, new))
 
 
 def direct_solver(a, b, /, *, options=None, plan_preferences=None,
