@@ -151,3 +151,28 @@ def test_iterative_refinement_and_plan_info():
         assert f.info == 0
         x = s.solve()
     assert rel_err(x, reference(a, b)) < 1e-12
+
+
+@pytest.mark.parametrize("cplx", [False, True])
+def test_general_matrix_equal_to_its_transpose(cplx, monkeypatch, caplog):
+    """PARDISO factors a GENERAL matrix whose values equal its transpose's (conjugate's) as
+    SYMMETRIC (HERMITIAN); new values that break the symmetry switch back to an LU."""
+    if "pardiso" not in BACKENDS:
+        pytest.skip("MKL PARDISO is not installed")
+    monkeypatch.setenv(_cpu_backends.ENV_CHOICE, "pardiso")
+    sym = T.HERMITIAN if cplx else T.SYMMETRIC
+    a = random_matrix(40, sym, cplx, seed=12)
+    b = rhs(40, 2, cplx)
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="cuweave.sparse"), \
+            DirectSolver(a, b, execution="cpu") as s:
+        s.plan()
+        s.factorize()
+        assert f"PARDISO factors it as {sym.name}" in caplog.text
+        assert rel_err(s.solve(), reference(a, b)) < 1e-10
+        a2 = a.copy()
+        a2.data = a2.data * np.linspace(1.0, 2.0, a2.nnz)  # same pattern, not symmetric
+        s.reset_operands(a=a2)
+        s.factorize()
+        assert rel_err(s.solve(), reference(a2, b)) < 1e-10

@@ -17,7 +17,7 @@ from ..._internal.packages import adapter, empty
 from . import _cpu_backends as backends
 from ._configs import DictStore, cpu_defaults, memory_estimates_dtype
 from ._layout import Problem, host_copy, result_perm
-from ._structure import derive
+from ._structure import derive, transpose_map
 
 __all__ = ["CpuEngine"]
 
@@ -27,12 +27,15 @@ _REAL_EQUIVALENT = {MatrixType.HERMITIAN: MatrixType.SYMMETRIC, MatrixType.HPD: 
 class _System:
     """One system's derived structure and backend."""
 
-    __slots__ = ("derived", "backend", "full", "info", "n")
+    __slots__ = ("derived", "backend", "full", "info", "n", "mtype", "structure", "tmap")
 
     def __init__(self, derived, backend, n):
         self.derived, self.backend, self.n = derived, backend, n
         self.full = None   # (Derived, scipy CSR) of the full matrix, for iterative refinement
         self.info = {}
+        self.mtype = None  # the type the backend factors (a symmetric GENERAL: SYMMETRIC)
+        self.structure = None  # the host (indptr, indices) planned
+        self.tmap = None   # GENERAL with a symmetric pattern: the transpose's gather map
 
 
 class CpuEngine:
@@ -63,35 +66,73 @@ class CpuEngine:
         """Reordering and symbolic factorization of every system (``structures``: the host
         ``(indptr, indices)`` of each matrix, already checked)."""
         self.release()
-        requested = self.store.get(ConfigParam.HOST_NTHREADS)
-        threads = requested if requested > 0 else self.threads
-        reordering = self.store.get(ConfigParam.REORDERING_ALG)
         systems = []
         try:
             for csr, (indptr, indices) in zip(problem.matrices, structures):
-                stored = csr.nnz if self.view == MatrixViewType.FULL or \
-                    self.mtype == MatrixType.GENERAL else 2 * csr.nnz - csr.n
-                be = backends.make(self.backend_name, self.mtype, csr.n, self._dtype, threads,
-                                   reordering, row_length=stored / max(csr.n, 1))
-                if hasattr(be, "set_pivot_eps"):
-                    be.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
-                d = derive(csr.n, indptr, indices, self.mtype, self.view, be.want,
-                           complex_values=self._complex, diagonal=be.name == "pardiso",
-                           conj_all=be.name == "cholmod")
-                systems.append(_System(d, be, csr.n))
-                be.analyze(d.indptr, d.indices, d.values(host_copy(csr.values)))
+                values = host_copy(csr.values)
+                tmap = None
+                if self.mtype == MatrixType.GENERAL and self.backend_name == "pardiso":
+                    tmap = transpose_map(csr.n, indptr, indices)
+                s = self._plan_system(csr, indptr, indices, values, self._as_type(values, tmap))
+                s.tmap = tmap
+                systems.append(s)
         except BaseException:
             for s in systems:
                 s.backend.release()
             raise
         self._systems = systems
 
+    def _as_type(self, values, tmap) -> MatrixType:
+        """The type PARDISO factors a GENERAL matrix as: SYMMETRIC (HERMITIAN) when its values
+        equal its transpose's (conjugate's) - half the work of an LU, the same solution."""
+        if tmap is None:
+            return self.mtype
+        vt = values[tmap]
+        if np.array_equal(values, vt):
+            return MatrixType.SYMMETRIC
+        if self._complex and np.array_equal(values, np.conj(vt)):
+            return MatrixType.HERMITIAN
+        return self.mtype
+
+    def _plan_system(self, csr, indptr, indices, values, mtype) -> _System:
+        requested = self.store.get(ConfigParam.HOST_NTHREADS)
+        threads = requested if requested > 0 else self.threads
+        # a GENERAL matrix factored as symmetric is read in full (its upper triangle)
+        view = MatrixViewType.FULL if mtype != self.mtype else self.view
+        stored = csr.nnz if view == MatrixViewType.FULL else 2 * csr.nnz - csr.n
+        be = backends.make(self.backend_name, mtype, csr.n, self._dtype, threads,
+                           self.store.get(ConfigParam.REORDERING_ALG),
+                           row_length=stored / max(csr.n, 1))
+        try:
+            if hasattr(be, "set_pivot_eps"):
+                be.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
+            d = derive(csr.n, indptr, indices, mtype, view, be.want,
+                       complex_values=self._complex, diagonal=be.name == "pardiso",
+                       conj_all=be.name == "cholmod")
+            be.analyze(d.indptr, d.indices, d.values(values))
+        except BaseException:
+            be.release()
+            raise
+        if mtype != self.mtype:
+            self.logger.info("a GENERAL matrix equal to its transpose: PARDISO factors it as "
+                             "%s", mtype.name)
+        s = _System(d, be, csr.n)
+        s.mtype, s.structure = mtype, (indptr, indices)
+        return s
+
     def factorize(self, problem: Problem, stream=None) -> None:
-        if hasattr(self._systems[0].backend, "set_pivot_eps"):
-            for s in self._systems:
-                s.backend.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
-        for s, csr in zip(self._systems, problem.matrices):
+        for i, csr in enumerate(problem.matrices):
+            s = self._systems[i]
             values = host_copy(csr.values)
+            if s.tmap is not None:
+                mtype = self._as_type(values, s.tmap)
+                if mtype != s.mtype:  # new values, no longer (or now) symmetric: re-analyze
+                    new = self._plan_system(csr, *s.structure, values, mtype)
+                    new.tmap = s.tmap
+                    s.backend.release()
+                    self._systems[i] = s = new
+            if hasattr(s.backend, "set_pivot_eps"):
+                s.backend.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
             s.info = s.backend.factorize(s.derived.values(values))
             if s.full is not None:  # refresh the refinement matrix's values
                 s.full[1].data[...] = s.full[0].values(values)

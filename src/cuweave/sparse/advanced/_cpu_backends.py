@@ -365,9 +365,10 @@ def choose(mtype: MatrixType) -> str:
     return "superlu"
 
 
-#: mean entries per row below which PARDISO's default ordering is minimum degree: on 2-D
-#: meshes (5-point stencils: 5 per row) MKL's METIS costs twice the rest of the solve, on 3-D
-#: ones (7 per row) nested dissection's smaller fill wins (benchmarks/results/sparse_cpu.md)
+#: mean entries per row below which PARDISO's default ordering for symmetric types is minimum
+#: degree: on 2-D meshes (5-point stencils: 5 per row) MKL's METIS costs twice the rest of the
+#: solve, on 3-D ones (7 per row) nested dissection's smaller fill wins (measured; see
+#: docs/sparse.md)
 MIN_DEGREE_BELOW = 6.0
 
 
@@ -376,6 +377,9 @@ def make(name: str, mtype: MatrixType, n: int, dtype, num_threads: int,
     """A new backend object ``name`` for one system (``row_length``: the full matrix's mean
     entries per row, which picks PARDISO's default ordering)."""
     if name == "pardiso" and reordering == ReorderingAlg.DEFAULT:
-        reordering = (ReorderingAlg.AMD if row_length < MIN_DEGREE_BELOW
+        # PARDISO's minimum degree is slow for nonsymmetric types (measured: 10x its
+        # symmetric analysis): nested dissection there
+        symmetric = mtype != MatrixType.GENERAL
+        reordering = (ReorderingAlg.AMD if symmetric and row_length < MIN_DEGREE_BELOW
                       else ReorderingAlg.NESTED_DISSECTION)
     return BACKENDS[name](mtype, n, np.dtype(dtype), num_threads, reordering)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..._bindings.cudss import MatrixType, MatrixViewType
 
-__all__ = ["Derived", "derive"]
+__all__ = ["Derived", "derive", "transpose_map"]
 
 _SYMMETRIC_TYPES = (MatrixType.SYMMETRIC, MatrixType.SPD)
 _HERMITIAN_TYPES = (MatrixType.HERMITIAN, MatrixType.HPD)
@@ -138,3 +138,14 @@ def _without_sorting(n, indptr, indices, mtype, view, want, complex_values, diag
     np.cumsum(counts, out=new_indptr[1:])
     return Derived(new_indptr, indices[keep].astype(index_dtype), np.flatnonzero(keep), None,
                    False)
+
+
+def transpose_map(n: int, indptr: np.ndarray, indices: np.ndarray) -> np.ndarray | None:
+    """For a matrix whose pattern is symmetric (sorted CSR): ``t`` with ``values[t]`` the values
+    of the transpose in the matrix's own order; ``None`` where the pattern is not symmetric."""
+    rows = _rows_of(indptr, n)
+    cols = indices.astype(np.int64, copy=False)
+    order = np.lexsort((rows, cols))  # entries sorted by (column, row): the transpose's order
+    if not (np.array_equal(cols[order], rows) and np.array_equal(rows[order], cols)):
+        return None
+    return order
