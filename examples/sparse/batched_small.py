@@ -2,7 +2,8 @@
 
 Each of 256 systems has its own size (16 to 64 unknowns), matrix and right-hand side - as in
 per-element or per-cell solves. cuDSS factorizes and solves the whole batch at once; the
-answer is a list in the right-hand sides' package. Checked against NumPy's dense solve.
+answer is a tuple of arrays of the right-hand sides' package. Checked against NumPy's dense
+solve.
 
     python examples/sparse/batched_small.py
 """

@@ -155,7 +155,7 @@ class CpuEngine:
         """``(user-facing result, [Operand per system])``: b's form, package and shape."""
         if problem.rhs_form == "explicit":
             ops = [empty(op, op.shape, op.dtype, perm=result_perm(op.ndim)) for op in problem.rhs]
-            return [op.obj for op in ops], ops
+            return tuple(op.obj for op in ops), ops
         ref = problem.rhs[0]
         shape = tuple(problem.rhs_shape)
         whole = empty(ref, shape, ref.dtype, perm=result_perm(len(shape)))

@@ -115,6 +115,7 @@ class CudaEngine:
         self._ptr_arrays = {}    # batches: device pointer arrays
         self._mirrors = None     # host operands under CUDA execution: device copies
         self._keep = []          # host arrays cuDSS reads sizes from (batches)
+        self._rhs_copies = []    # column-major copies of right-hand sides cuDSS cannot read
         self._last_stream = 0
         self.own_handle = options.handle is None
         self.handle = cudss.create() if self.own_handle else options.handle
@@ -310,7 +311,7 @@ class CudaEngine:
         if problem.rhs_form == "explicit":
             ops = [empty(op, op.shape, op.dtype, perm=result_perm(op.ndim), **kw)
                    for op in problem.rhs]
-            return [op.obj for op in ops], ops
+            return tuple(op.obj for op in ops), ops
         ref = problem.rhs[0]
         shape = tuple(problem.rhs_shape)
         whole = empty(ref, shape, ref.dtype, perm=result_perm(len(shape)), **kw)
