@@ -176,3 +176,23 @@ def test_general_matrix_equal_to_its_transpose(cplx, monkeypatch, caplog):
         s.reset_operands(a=a2)
         s.factorize()
         assert rel_err(s.solve(), reference(a2, b)) < 1e-10
+
+
+def test_in_place_updates_are_read_at_each_phase():
+    """On the CPU the operands are read where they are at each phase: a right-hand side
+    changed in place is solved as changed; a matrix changed in place is used by iterative
+    refinement (no refactorization) and by the next factorize()."""
+    a = random_matrix(30, T.GENERAL, False, seed=21)
+    b = rhs(30, None, False)
+    with DirectSolver(a, b, execution="cpu") as s:
+        s.plan()
+        s.factorize()
+        b *= 3.0
+        assert rel_err(s.solve(), reference(a, b)) < 1e-12
+        s.solution_config.ir_num_steps = 40
+        a.data *= 1.05
+        assert rel_err(s.solve(), reference(a, b)) < 1e-10
+        s.solution_config.ir_num_steps = 0
+        a.data *= 4.0
+        s.factorize()
+        assert rel_err(s.solve(), reference(a, b)) < 1e-12

@@ -53,3 +53,21 @@ def test_enum_values_are_cudss():
     assert int(A.DirectSolverMatrixType.SPD) == 3 and int(A.DirectSolverMatrixType.HPD) == 4
     assert int(A.DirectSolverReorderingAlg.NESTED_DISSECTION) == 4
     assert int(A.DirectSolverMatchingAlg.AUTO) == 6
+
+
+def test_nvmath_0x_algorithm_names():
+    """Programs written against nvmath-python 0.x set ``config.algorithm`` to a
+    ``DirectSolverAlgType``; the value goes to that phase's cuDSS 1.0 algorithm."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    a = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(6, 6), format="csr")
+    with A.DirectSolver(a, np.ones(6), execution="cpu") as s:
+        s.plan_config.algorithm = A.DirectSolverAlgType.ALG_3
+        assert s.plan_config.reordering_algorithm == A.DirectSolverReorderingAlg.AMD
+        s.factorization_config.algorithm = A.DirectSolverAlgType.DEFAULT
+        s.solution_config.algorithm = A.DirectSolverAlgType.ALG_1
+        assert s.solution_config.solution_algorithm == A.DirectSolverSolveAlg.GENERAL
+        s.plan()
+        s.factorize()
+        assert np.allclose(a @ s.solve(), 1.0)

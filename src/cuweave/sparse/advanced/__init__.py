@@ -27,6 +27,7 @@ from ._configs import memory_estimates_dtype
 from ._cpu_backends import SingularMatrixError
 from ._layout import SparseOperandError
 from ._options import (
+    DirectSolverAlgType,
     DirectSolverFactorizationAlg,
     DirectSolverFactorizationPreferences,
     DirectSolverMatchingAlg,
@@ -58,6 +59,7 @@ __all__ = [
     "DirectSolverPivotEpsilonAlg",
     "DirectSolverMatchingAlg",
     "DirectSolverPivotType",
+    "DirectSolverAlgType",
     "DirectSolverPlanConfig",
     "DirectSolverFactorizationConfig",
     "DirectSolverSolutionConfig",

@@ -165,6 +165,9 @@ class PlanConfig(_Settings):
                              "Minimum levels of nested dissection.")
     use_superpanels = _setting("use_superpanels", _P.USE_SUPERPANELS, _int(0),
                                "Whether superpanels are used (0 or 1).")
+    algorithm = _setting("algorithm", _P.REORDERING_ALG, _enum(ReorderingAlg),
+                         "nvmath-python 0.x's name of :attr:`reordering_algorithm`.",
+                         ReorderingAlg)
 
 
 class FactorizationConfig(_Settings):
@@ -179,6 +182,9 @@ class FactorizationConfig(_Settings):
                                    PivotEpsilonAlg)
     pivot_eps = _setting("pivot_eps", _P.PIVOT_EPSILON, _float,
                          "Pivots smaller than this are replaced by it.")
+    algorithm = _setting("algorithm", _P.FACTORIZATION_ALG, _enum(FactorizationAlg),
+                         "nvmath-python 0.x's name of :attr:`factorization_algorithm`.",
+                         FactorizationAlg)
 
 
 class SolutionConfig(_Settings):
@@ -189,6 +195,8 @@ class SolutionConfig(_Settings):
                                   "The solve algorithm.", SolveAlg)
     ir_num_steps = _setting("ir_num_steps", _P.IR_N_STEPS, _int(0),
                             "Iterative refinement steps after the triangular solves.")
+    algorithm = _setting("algorithm", _P.SOLVE_ALG, _enum(SolveAlg),
+                         "nvmath-python 0.x's name of :attr:`solution_algorithm`.", SolveAlg)
 
 
 class _Info:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import IntEnum
 from logging import Logger
 from typing import ClassVar, Literal
 
@@ -31,6 +32,7 @@ __all__ = [
     "DirectSolverOptions", "DirectSolverMatrixType", "DirectSolverMatrixViewType",
     "DirectSolverReorderingAlg", "DirectSolverFactorizationAlg", "DirectSolverSolveAlg",
     "DirectSolverPivotEpsilonAlg", "DirectSolverMatchingAlg", "DirectSolverPivotType",
+    "DirectSolverAlgType",
     "ExecutionCUDA", "ExecutionHybrid", "ExecutionCPU", "HybridMemoryModeOptions",
     "DirectSolverPlanPreferences", "DirectSolverFactorizationPreferences",
     "DirectSolverSolutionPreferences", "parse_execution",
@@ -44,6 +46,20 @@ DirectSolverSolveAlg = SolveAlg
 DirectSolverPivotEpsilonAlg = PivotEpsilonAlg
 DirectSolverMatchingAlg = MatchingAlg
 DirectSolverPivotType = PivotType
+
+
+class DirectSolverAlgType(IntEnum):
+    """cuDSS 0.x's ``cudssAlgType_t`` (nvmath-python 0.x's ``DirectSolverAlgType``), for programs
+    written against it (``plan_config.algorithm = DirectSolverAlgType.ALG_1``). cuDSS 1.0 names
+    the algorithms per phase (:class:`DirectSolverReorderingAlg`, ...); a value given here is
+    passed on as that phase's algorithm of the same number."""
+
+    DEFAULT = 0
+    ALG_1 = 1
+    ALG_2 = 2
+    ALG_3 = 3
+    ALG_4 = 4
+    ALG_5 = 5
 
 
 def _non_negative_int(value, name: str, *, positive: bool = False, allow_none: bool = True):
