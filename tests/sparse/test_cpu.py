@@ -192,6 +192,8 @@ def test_in_place_updates_are_read_at_each_phase():
         s.solution_config.ir_num_steps = 40
         a.data *= 1.05
         assert rel_err(s.solve(), reference(a, b)) < 1e-10
+        a.data *= 1.05  # again: refinement reads the matrix as it is now
+        assert rel_err(s.solve(), reference(a, b)) < 1e-10
         s.solution_config.ir_num_steps = 0
         a.data *= 4.0
         s.factorize()

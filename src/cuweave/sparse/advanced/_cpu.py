@@ -134,8 +134,6 @@ class CpuEngine:
             if hasattr(s.backend, "set_pivot_eps"):
                 s.backend.set_pivot_eps(self.store.get(ConfigParam.PIVOT_EPSILON))
             s.info = s.backend.factorize(s.derived.values(values))
-            if s.full is not None:  # refresh the refinement matrix's values
-                s.full[1].data[...] = s.full[0].values(values)
 
     def solve(self, problem: Problem, stream=None):
         """The solution, allocated here in ``b``'s package (host memory)."""
@@ -167,16 +165,20 @@ class CpuEngine:
         return whole.obj, ops
 
     def _full_matrix(self, i: int, s: _System, problem: Problem):
-        if s.full is None:
-            import scipy.sparse as sp
+        """The full matrix as SciPy CSR with the values ``a`` holds now (refinement and the
+        residual check read a matrix changed in place, as the factorization would)."""
+        import scipy.sparse as sp
 
-            csr = problem.matrices[i]
+        csr = problem.matrices[i]
+        values = host_copy(csr.values)
+        if s.full is None:
             indptr, indices = host_copy(csr.indptr), host_copy(csr.indices)
             d = derive(csr.n, indptr, indices, self.mtype, self.view, "full",
                        complex_values=self._complex)
-            m = sp.csr_matrix((d.values(host_copy(csr.values)), d.indices, d.indptr),
-                              shape=(csr.n, csr.n))
-            s.full = (d, m)
+            s.full = (d, sp.csr_matrix((d.values(values), d.indices, d.indptr),
+                                       shape=(csr.n, csr.n)))
+        else:
+            s.full[0].values(values, out=s.full[1].data)
         return s.full[1]
 
     def _refine(self, i, s, problem, b, x, steps):
