@@ -11,6 +11,8 @@ the measured drop of free device memory (sampled every millisecond during the fi
 The peers run in child processes under a time cap (SPARSE_PEER_CAP_S, default 45 s): SciPy's
 SuperLU and CuPy's QR-based spsolve need far longer on the larger systems; those rows are lower
 bounds. nvmath-python 1.0 is tried in-process (it needs cuDSS 0.8; with 1.0 it refuses).
+cuDSS's host phases (reordering) use several threads only with its threading layer
+(CUDSS_THREADING_LIB=.../libcudss_mtlayer_gomp.so.1; recorded in the results' meta).
 """
 
 from __future__ import annotations
@@ -130,6 +132,17 @@ def _nvmath(a, b, cp, csp, results, case):
         print(f"   nvmath-python failed: {type(e).__name__}: {str(e)[:160]}")
 
 
+def _factorize_solve_ratio(results, case: str, den: str, target) -> None:
+    """The peer's whole solve vs cuweave's factorize + solve (the plan - reordering and
+    symbolic factorization, reused by every refactorization - left out)."""
+    rows = {(r["impl"], r["metric"]): r["value"] for r in results.rows if r["case"] == case}
+    ours = rows.get(("cuweave gpu (cuDSS)", "factorize+solve"))
+    theirs = rows.get((den, "time"))
+    if ours and theirs:
+        results.add(case=case, impl=f"cuweave gpu factorize+solve vs {den}", metric="speedup",
+                    value=theirs / ours, unit="x", target=target)
+
+
 def run(results, quick: bool) -> None:
     cp = peer("cupy")
     if cp is None:
@@ -137,6 +150,7 @@ def run(results, quick: bool) -> None:
         return
     import cupyx.scipy.sparse as csp
 
+    results.meta["cudss_threading_lib"] = os.environ.get("CUDSS_THREADING_LIB")
     warm_a, warm_b = poisson(2, 32)  # cuDSS's first use (handle, kernels) outside the timings
     from cuweave.sparse.advanced import direct_solver
 
@@ -156,5 +170,6 @@ def run(results, quick: bool) -> None:
                             ("nvmath-python", None)):
             results.add_ratio(case=case, metric="time", num="cuweave gpu (cuDSS)", den=den,
                               higher_is_better=False, target=target)
+            _factorize_solve_ratio(results, case, den, target)
         results.add_ratio(case=case, metric="time", num="cuweave cpu (SPD)",
                           den="scipy spsolve", higher_is_better=False, target=3.0)
