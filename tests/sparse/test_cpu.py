@@ -198,3 +198,17 @@ def test_in_place_updates_are_read_at_each_phase():
         a.data *= 4.0
         s.factorize()
         assert rel_err(s.solve(), reference(a, b)) < 1e-12
+
+
+def test_automatic_backend_choice(monkeypatch):
+    monkeypatch.delenv(_cpu_backends.ENV_CHOICE, raising=False)
+    small = _cpu_backends.SMALL_SYSTEM - 1
+    assert _cpu_backends.choose(T.GENERAL, largest=small) == "superlu"
+    big = _cpu_backends.choose(T.SPD, largest=_cpu_backends.SMALL_SYSTEM)
+    assert big == _cpu_backends.available()[0]
+    assert _cpu_backends.choose(T.GENERAL, largest=10**6) != "cholmod"
+    monkeypatch.setenv(_cpu_backends.ENV_CHOICE, "superlu")
+    assert _cpu_backends.choose(T.SPD, largest=10**6) == "superlu"
+    monkeypatch.setenv(_cpu_backends.ENV_CHOICE, "umfpack")
+    with pytest.raises(ValueError, match="CUWEAVE_CPU_SPARSE must be one of"):
+        _cpu_backends.choose(T.SPD)

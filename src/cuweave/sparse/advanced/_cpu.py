@@ -54,7 +54,7 @@ class CpuEngine:
         self.threads = execution.threads
         self.store = DictStore(cpu_defaults(problem.dtype))
         self.logger = logger
-        self.backend_name = backends.choose(self.mtype)
+        self.backend_name = backends.choose(self.mtype, largest=max(problem.sizes))
         self._systems: list[_System] = []
         self._complex = complex_values
         self._dtype = np.dtype(problem.dtype)

@@ -5,7 +5,7 @@
 - ``cholmod``: CHOLMOD through scikit-sparse (SPD/HPD only); reuses the symbolic phase.
 - ``superlu``: SciPy's SuperLU (always present; single-threaded; refactorizes from scratch).
 
-:func:`choose` picks per matrix type from the measurement committed in
+:func:`choose` picks per matrix type and size from the measurement committed in
 ``benchmarks/results/sparse_cpu.md`` (``CUWEAVE_CPU_SPARSE=pardiso|cholmod|superlu`` forces
 one). Every backend takes the structure :mod:`._structure` derives and F-ordered right-hand
 sides ``(n, k)``; a singular or indefinite matrix raises :class:`SingularMatrixError`.
@@ -344,10 +344,19 @@ def available() -> list[str]:
     return names
 
 
-def choose(mtype: MatrixType) -> str:
-    """The backend for ``mtype``: ``CUWEAVE_CPU_SPARSE`` when set, else the fastest measured
-    one that handles it (benchmarks/results/sparse_cpu.md: PARDISO for every type where MKL is
-    installed; CHOLMOD for SPD/HPD without MKL; SuperLU otherwise)."""
+#: below this many unknowns (the largest system of a problem) SuperLU is faster than
+#: PARDISO: a PARDISO call costs ~10 ms of its own (measured: 256 systems of 16-64 unknowns
+#: 3.0 s with PARDISO, 0.26 s with SuperLU; 2-D 10k unknowns about even; 3-D 10k 2.4x faster
+#: with PARDISO)
+SMALL_SYSTEM = 5000
+
+
+def choose(mtype: MatrixType, largest: int | None = None) -> str:
+    """The backend for ``mtype`` (``largest``: the problem's largest system):
+    ``CUWEAVE_CPU_SPARSE`` when set, else the fastest measured one that handles it
+    (benchmarks/results/sparse_cpu.md): SuperLU for systems below :data:`SMALL_SYSTEM`
+    unknowns; PARDISO for every type where MKL is installed; CHOLMOD for SPD/HPD without MKL;
+    SuperLU otherwise."""
     forced = os.environ.get(ENV_CHOICE, "").strip().lower()
     if forced and forced != "auto":
         if forced not in BACKENDS:
@@ -357,6 +366,8 @@ def choose(mtype: MatrixType) -> str:
             raise LibraryNotFoundError(forced, "sparse-cpu",
                                        f"{ENV_CHOICE}={forced} is not installed")
         return forced
+    if largest is not None and largest < SMALL_SYSTEM:
+        return "superlu"
     have = available()
     for name in have:
         if name == "cholmod" and mtype not in (MatrixType.SPD, MatrixType.HPD):
