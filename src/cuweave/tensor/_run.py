@@ -44,7 +44,9 @@ def build_run(obj):
 
 # ---- CPU -----------------------------------------------------------------------------------------
 def _store(v, host, dtype) -> None:
-    if dtype == "bfloat16":
+    """``host[...] = v`` rounded to ``dtype`` (bfloat16 stored raw, without ml_dtypes: encoded
+    here; ml_dtypes' own cast is ~5x faster and rounds the same way, to nearest even)."""
+    if dtype == "bfloat16" and host.dtype.kind == "u":
         from_float32(v, dtype, out=host)
     else:
         np.copyto(host, v, casting="unsafe")

@@ -196,6 +196,7 @@ class _Contraction(StatefulObject):
                                                                                 ExecutionCPU),
                     host=host, signature={k: (o.dtype, o.shape, o.strides)
                                                 for k, o in wrapped.items()},
+                    conj_bits={k: o.conj for k, o in wrapped.items()},
                     space=space)
         if not p.cpu:
             self._gpu_layouts(p, wrapped, host)
@@ -379,9 +380,13 @@ class _Contraction(StatefulObject):
                 if got != exp:
                     raise InvalidOperandError(f"{k} must match the planned operand's {field} "
                                               f"{exp!r}, got {got!r}")
-            if op.conj != self._ops_conj(k):
-                raise InvalidOperandError(f"{k} must have the planned conjugation bit")
-            layout = (getattr(p, "layouts", {}) or {}).get(k)
+            if op.conj != p.conj_bits[k]:
+                raise InvalidOperandError(
+                    f"{k} must be lazily conjugated as the planned operand "
+                    f"({p.conj_bits[k]}), got is_conj() {op.conj}")
+            layouts = getattr(p, "layouts", None) or {}
+            direct = k == "out" or (k == p.addend and getattr(p, "addend_direct", False))
+            layout = layouts.get("d" if direct else k)
             if layout is not None and not p.host and op.ptr % layout[3]:
                 raise InvalidOperandError(
                     f"{k} must be aligned to {layout[3]} bytes as the planned operand, got a "
@@ -395,16 +400,13 @@ class _Contraction(StatefulObject):
         if stream is not None:
             self._stream = stream
 
-    def _ops_conj(self, k) -> bool:
-        ops = self._ops
-        return bool(ops and k in ops and ops[k].conj)
-
     def release_operands(self):
         """Drop this object's references to the operands (reset them before executing)."""
         self._require_valid("release_operands")
         if self._engine is not None:
             self._engine.res.mark()
         self._released = True
+        self._ops = None
 
     def _unchecked(self, given: dict) -> None:
         new = dict(self._ops or {})
