@@ -114,6 +114,14 @@ def test_bad_options(kw, match):
         binary_contraction("ij,jk->ik", A, B, **kw)
 
 
+def test_cached_plans_check_aliasing_again():
+    big = np.ones((3, 9))
+    a, b = big[:, :4], np.ones((4, 5))
+    binary_contraction("ij,jk->ik", a, b, out=big[:, 4:], execution="cpu")  # disjoint: planned
+    with pytest.raises(InvalidOperandError, match="out must not overlap the input 'a'"):
+        binary_contraction("ij,jk->ik", a, b, out=big[:, 3:8], execution="cpu")
+
+
 def test_errors_are_builtin_value_errors():
     with pytest.raises(ValueError):
         binary_contraction("ij,jk->ik", A, B, beta=1.0, execution="cpu")

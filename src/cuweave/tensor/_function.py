@@ -168,6 +168,9 @@ def _call(cls, expr, inputs, addend, alpha, beta, out, qualifiers, stream, optio
         obj.plan(stream=stream)
         obj._spare = (ops, ops["a"], ops["b"]) if probed is not None else None
     else:
+        if out is not None:  # the key fixes layouts, not addresses: aliasing is checked anew
+            p = obj._problem
+            obj._check_out(ops["out"], p.out_shape, p.dtype, ops, p.names, ops.get(p.addend))
         obj._ops = ops
         obj._released = False
         if probed is not None and obj._spare is None:
