@@ -17,6 +17,7 @@ from cuweave.tensor import (
     ContractionAlgo,
     ContractionAutotuneMode,
     ContractionJitMode,
+    ContractionOptions,
     Operator,
     TernaryContraction,
     binary_contraction,
@@ -214,3 +215,16 @@ def test_info_logging_names_the_phases(caplog):
     with caplog.at_level(logging.INFO, logger="cuweave.tensor.test"):
         binary_contraction("ij,jk->ik", A, B, options={"logger": logger}, execution="cpu")
     assert any("compute COMPUTE_64F" in r.getMessage() for r in caplog.records)
+
+
+def test_compute_descriptors_by_name_member_or_library_pointer():
+    from cuweave._bindings import cutensor
+    from cuweave.tensor import TensorComputeType
+
+    assert ContractionOptions(compute_type="tf32").compute_type == TensorComputeType.COMPUTE_TF32
+    assert ContractionOptions(compute_type=int(ComputeDesc.COMPUTE_64F())).compute_type == \
+        TensorComputeType.COMPUTE_64F
+    if not cutensor.is_loadable():
+        pytest.skip("libcutensor is not installed here")
+    ptr = cutensor.compute_descriptor("3XTF32")
+    assert ContractionOptions(compute_type=ptr).compute_type == TensorComputeType.COMPUTE_3XTF32

@@ -82,9 +82,9 @@ def _host(y) -> np.ndarray:
 
 
 def _values(shape, dtype, seed):
-    x = random(shape, "complex128" if "complex" in dtype else "float64", seed)
-    # rounded to the dtype so that the reference sees exactly the operand's values
-    return random(shape, dtype, seed).astype(x.dtype)
+    """float64/complex128 data; :func:`_device` rounds it to ``dtype`` and the references read
+    the device arrays back, so they see exactly the operands' values."""
+    return random(shape, "complex128" if "complex" in dtype else "float64", seed)
 
 
 @pytest.mark.parametrize("dtype, op", DTYPE_OPS)

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .._internal.dtypes import to_float32
+from .._internal.dtypes import ITEMSIZE, to_float32
 from ._options import DOUBLE_COMPUTE
 
 __all__ = ["CpuPlan", "host_view"]
@@ -50,29 +50,49 @@ def _as_compute(x: np.ndarray, dtype: str, cdt: np.dtype) -> np.ndarray:
     return x.astype(cdt, copy=False)
 
 
-def pair(x, mx, y, my, keep):
-    """``(product, modes)`` of ``x`` (modes ``mx``) and ``y`` (modes ``my``): every mode of both
-    summed unless it is in ``keep``. The product is a new array whose axes are its modes in
-    the order batch, larger free group, other free group."""
-    sx = [i for i, m in enumerate(mx) if m not in my and m not in keep]
-    if sx:
-        x, mx = x.sum(axis=tuple(sx)), tuple(m for m in mx if m in my or m in keep)
-    sy = [i for i, m in enumerate(my) if m not in mx and m not in keep]
-    if sy:
-        y, my = y.sum(axis=tuple(sy)), tuple(m for m in my if m in mx or m in keep)
-    batch = [m for m in mx if m in my and m in keep]
-    con = [m for m in mx if m in my and m not in keep]
-    fx = [m for m in mx if m not in my]
-    fy = [m for m in my if m not in mx]
-    ext = dict(zip(mx, x.shape)) | dict(zip(my, y.shape))
-    nb, m, n, k = (math.prod(ext[i] for i in g) for g in (batch, fx, fy, con))
-    xs = x.transpose([mx.index(i) for i in batch + fx + con]).reshape(nb, m, k)
-    ys = y.transpose([my.index(i) for i in batch + con + fy]).reshape(nb, k, n)
-    if m >= n:  # the larger free group outermost after the batch modes
-        r, modes = np.matmul(xs, ys), batch + fx + fy
-    else:
-        r, modes = np.matmul(ys.transpose(0, 2, 1), xs.transpose(0, 2, 1)), batch + fy + fx
-    return r.reshape([ext[i] for i in modes]), tuple(modes)
+class PairStep:
+    """One binary contraction of the CPU path, its every choice made once (at plan time).
+
+    ``mx``/``my``: the two operands' modes; ``keep``: the modes that must survive (the output's,
+    or those the next step needs); ``extents``: mode -> extent. Calling it with the two arrays
+    returns the product, a new array whose axes are :attr:`modes`: batch modes, the larger free
+    group, the other free group (the layout of "optimized" results).
+    """
+
+    __slots__ = ("sum_x", "sum_y", "perm_x", "perm_y", "shape_x", "shape_y", "swap", "shape",
+                 "modes")
+
+    def __init__(self, mx, my, keep, extents):
+        mx, my = tuple(mx), tuple(my)
+        sx = tuple(i for i, m in enumerate(mx) if m not in my and m not in keep)
+        sy = tuple(i for i, m in enumerate(my) if m not in mx and m not in keep)
+        self.sum_x, self.sum_y = sx or None, sy or None
+        mx = tuple(m for i, m in enumerate(mx) if i not in sx)
+        my = tuple(m for i, m in enumerate(my) if i not in sy)
+        batch = [m for m in mx if m in my and m in keep]
+        con = [m for m in mx if m in my and m not in keep]
+        fx = [m for m in mx if m not in my]
+        fy = [m for m in my if m not in mx]
+        nb, m, n, k = (math.prod(extents[i] for i in g) for g in (batch, fx, fy, con))
+        self.perm_x = tuple(mx.index(i) for i in batch + fx + con)
+        self.perm_y = tuple(my.index(i) for i in batch + con + fy)
+        self.shape_x, self.shape_y = (nb, m, k), (nb, k, n)
+        self.swap = m < n  # the larger free group outermost after the batch modes
+        modes = batch + (fy + fx if self.swap else fx + fy)
+        self.modes, self.shape = tuple(modes), tuple(extents[i] for i in modes)
+
+    def __call__(self, x, y):
+        if self.sum_x is not None:
+            x = x.sum(axis=self.sum_x)
+        if self.sum_y is not None:
+            y = y.sum(axis=self.sum_y)
+        xs = x.transpose(self.perm_x).reshape(self.shape_x)
+        ys = y.transpose(self.perm_y).reshape(self.shape_y)
+        if self.swap:
+            r = np.matmul(ys.transpose(0, 2, 1), xs.transpose(0, 2, 1))
+        else:
+            r = np.matmul(xs, ys)
+        return r.reshape(self.shape)
 
 
 def _cost(ma, mb, keep, extents) -> int:
@@ -103,7 +123,10 @@ class CpuPlan:
         self.cdt = _compute_dtype(dtype, compute)
         self.modes = [tuple(m for m, _, _ in v) for v in views]
         keep = set(out_modes)
-        if len(views) == 3:  # the pair to contract first: the cheapest
+        if len(views) == 2:
+            self.order = (0, 1)
+            self.steps = (PairStep(self.modes[0], self.modes[1], keep, extents),)
+        else:  # the pair to contract first: the cheapest
             best = None
             for i, j, o in ((0, 1, 2), (0, 2, 1), (1, 2, 0)):
                 inner = (keep | set(self.modes[o])) & (set(self.modes[i]) | set(self.modes[j]))
@@ -111,24 +134,38 @@ class CpuPlan:
                         _cost(inner, self.modes[o], keep, extents))
                 if best is None or cost < best[0]:
                     best = (cost, (i, j, o), inner)
-            _, self.order, self.inner = best
+            _, self.order, inner = best
+            i, j, o = self.order
+            first = PairStep(self.modes[i], self.modes[j], inner, extents)
+            self.steps = (first, PairStep(first.modes, self.modes[o], keep, extents))
+        self.result_modes = self.steps[-1].modes
+        self.cplx = self.cdt.kind == "c"
+        item = ITEMSIZE[dtype]
+        # an input whose array already is its view (no diagonal, nothing left out) is used as
+        # it is: its byte strides are the view's
+        self.own = [tuple(s * item for _, _, s in v) for v in views]
+        #: the memory order of the product as the output's axes (outermost first), and whether
+        #: some output mode is held by no input (the product is then broadcast and copied)
+        self.product_perm = [self.out_modes.index(m) for m in self.result_modes]
+        self.fills = any(m not in self.result_modes and extents[m] != 1
+                         for m in self.out_modes)
 
     def product(self, arrays):
         """``(product, modes)`` of the inputs ``arrays`` (host arrays of the data type): a new
         array in the compute dtype whose axes are ``modes`` (the output's modes of extent > 1,
         in the product's order)."""
         xs = []
-        for arr, view, conj in zip(arrays, self.views, self.conj):
-            x = _as_compute(host_view(arr, view), self.dtype, self.cdt)
+        for arr, view, own, conj in zip(arrays, self.views, self.own, self.conj):
+            if arr.strides != own or len(view) != arr.ndim:
+                arr = host_view(arr, view)  # a diagonal, or broadcast/unit modes left out
+            x = _as_compute(arr, self.dtype, self.cdt)
             xs.append(np.conj(x) if conj else x)
-        keep = set(self.out_modes)
         if len(xs) == 2:
-            r, modes = pair(xs[0], self.modes[0], xs[1], self.modes[1], keep)
+            r = self.steps[0](xs[0], xs[1])
         else:
             i, j, o = self.order
-            t, mt = pair(xs[i], self.modes[i], xs[j], self.modes[j], self.inner)
-            r, modes = pair(t, mt, xs[o], self.modes[o], keep)
-        return r, modes
+            r = self.steps[1](self.steps[0](xs[i], xs[j]), xs[o])
+        return r, self.result_modes
 
     def as_output(self, r, modes):
         """The product ``r`` (axes ``modes``) as an array of the output's shape (a view)."""
@@ -146,7 +183,7 @@ class CpuPlan:
         """``alpha * product + beta * addend`` (``addend`` None: no addend) as an array of the
         output's shape in the compute dtype (a view of a new array)."""
         r, modes = self.product(arrays)
-        cplx = np.iscomplexobj(r)
+        cplx = self.cplx
         if alpha != 1:
             r *= alpha if cplx else np.real(alpha)
         v = self.as_output(r, modes)

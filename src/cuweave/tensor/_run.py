@@ -59,6 +59,8 @@ def _cpu_run(p):
     names, addend, shape, perm, dtype = p.names, p.addend, p.out_shape, p.perm, p.dtype
     keep = [i for i in perm if shape[i] != 1]
     native = dtype not in ("float16", "bfloat16") and plan.cdt == np.dtype(dtype)
+    # the product is the result when it has the result's dtype and memory order
+    direct = native and not plan.fills and plan.product_perm == keep
     threads = p.space.num_threads
     deliver = pkg.deliver
 
@@ -78,9 +80,7 @@ def _cpu_run(p):
             out = ops["out"]
             _store(v, out.host_array(), dtype)
             return out.obj
-        order = sorted((i for i in range(v.ndim) if v.shape[i] != 1),
-                       key=lambda i: -v.strides[i])
-        if native and order == keep:  # the product is the result
+        if direct:
             res = pkg.from_numpy(v)
         else:
             r = empty(ops["a"], shape, dtype, perm=perm)

@@ -315,9 +315,12 @@ class _Contraction(StatefulObject):
         if beta is not None and not p.has_addend:
             raise InvalidOptionError(f"beta must be None without {p.addend} (there is nothing to "
                                      f"scale), got {beta!r}")
-        cplx = is_complex(p.dtype)
-        alpha = scalar(alpha, "alpha", cplx)
-        beta = 0.0 if beta is None else scalar(beta, "beta", cplx)
+        if type(alpha) is not float or (beta is not None and type(beta) is not float):
+            cplx = is_complex(p.dtype)
+            alpha = scalar(alpha, "alpha", cplx)
+            beta = None if beta is None else scalar(beta, "beta", cplx)
+        if beta is None:
+            beta = 0.0
         s = None if stream is None else self._resolve_stream(stream)
         result = self._run(self, alpha, beta, s)
         if release_workspace and self._engine is not None:
