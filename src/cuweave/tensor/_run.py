@@ -193,7 +193,8 @@ def tune(obj, iterations: int, stream) -> None:
     tuning = dict(base, autotune_mode=AutotuneMode.INCREMENTAL, cache_mode=CacheMode.PEDANTIC,
                   incremental_count=iterations)
     call = eng.make_call()
-    nbytes = max(math.prod(p.out_shape) * ITEMSIZE[p.dtype], 1)
+    _, ext, strides, _ = p.layouts["d"]  # the scratch result spans what D's layout reaches
+    nbytes = (1 + sum((n - 1) * st for n, st in zip(ext, strides))) * ITEMSIZE[p.dtype]
     try:
         for _ in range(iterations):
             eng.plan(tuning)
