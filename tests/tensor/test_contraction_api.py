@@ -108,6 +108,8 @@ def test_bad_addend_and_out():
     ({"options": {"handle": -3}}, "handle must be"),
     ({"options": {"logger": "me"}}, "logger must be"),
     ({"execution": "tpu"}, "execution must be"),
+    ({"stream": "fast"}, "stream must be"),
+    ({"stream": -1}, "stream must be"),
 ])
 def test_bad_options(kw, match):
     kw.setdefault("execution", "cpu")

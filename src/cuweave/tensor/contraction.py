@@ -118,6 +118,9 @@ class _Contraction(StatefulObject):
             raise InvalidOptionError(
                 f"options.compute_type must be one of {sorted(m.name for m in allowed)} for "
                 f"{dtype} operands (cuTENSOR's contraction table), got {compute.name}")
+        if stream is not None:  # checked now; each method takes its own stream, as nvmath's
+            resolve_stream(stream, package=first.package,
+                           device_id=getattr(space, "device_id", 0) or 0)
         self._problem = self._specify(wrapped, bound, dtype, compute, ops, space)
         self._ops = wrapped
         self._released = False
