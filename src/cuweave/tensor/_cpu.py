@@ -76,7 +76,8 @@ class PairStep:
         nb, m, n, k = (math.prod(extents[i] for i in g) for g in (batch, fx, fy, con))
         self.perm_x = tuple(mx.index(i) for i in batch + fx + con)
         self.perm_y = tuple(my.index(i) for i in batch + con + fy)
-        self.shape_x, self.shape_y = (nb, m, k), (nb, k, n)
+        # one product (no batch mode): 2-D operands and numpy.dot, BLAS's gemm directly
+        self.shape_x, self.shape_y = ((m, k), (k, n)) if nb == 1 else ((nb, m, k), (nb, k, n))
         self.swap = m < n  # the larger free group outermost after the batch modes
         modes = batch + (fy + fx if self.swap else fx + fy)
         self.modes, self.shape = tuple(modes), tuple(extents[i] for i in modes)
@@ -88,7 +89,9 @@ class PairStep:
             y = y.sum(axis=self.sum_y)
         xs = x.transpose(self.perm_x).reshape(self.shape_x)
         ys = y.transpose(self.perm_y).reshape(self.shape_y)
-        if self.swap:
+        if xs.ndim == 2:
+            r = np.dot(ys.T, xs.T) if self.swap else np.dot(xs, ys)
+        elif self.swap:
             r = np.matmul(ys.transpose(0, 2, 1), xs.transpose(0, 2, 1))
         else:
             r = np.matmul(xs, ys)
