@@ -145,3 +145,13 @@ def test_ternary_stateful_on_the_gpu(cutensor_gpu):
         tc.release_operands()
         tc.reset_operands(a=args[0], b=args[1], c=args[2])
         check(tc.execute(), reference(expr, args), "float64")
+
+
+def test_empty_extents_are_refused_on_the_gpu_and_computed_on_the_cpu(cutensor_gpu):
+    from cuweave import InvalidOperandError
+
+    a, b = np.ones((3, 0)), np.ones((0, 4))
+    with pytest.raises(InvalidOperandError, match="non-zero extents"):
+        binary_contraction("ij,jk->ik", a, b)
+    r = binary_contraction("ij,jk->ik", a, b, c=np.ones((3, 4)), beta=2.0, execution="cpu")
+    assert np.array_equal(r, np.full((3, 4), 2.0))

@@ -227,6 +227,11 @@ class _Contraction(StatefulObject):
     def _gpu_layouts(self, p, wrapped, host) -> None:
         """cuTENSOR's ``(modes, extents, strides, alignment)`` per tensor, the result's layout
         on the device and how the addend reaches C."""
+        empty = sorted(p.bound.labels[m] for m, n in p.bound.extents.items() if n == 0)
+        if empty:
+            raise InvalidOperandError(
+                f"operands must have non-zero extents for cuTENSOR (execution='cpu' takes empty "
+                f"ones), got extent 0 along mode(s) {empty}")
         layouts, staged = {}, {}
         for k, view in zip(p.names, p.views):
             if host:  # uploaded dense: its own order when C/F-contiguous, else C order
