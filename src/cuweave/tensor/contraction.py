@@ -124,9 +124,7 @@ class _Contraction(StatefulObject):
         self._problem = self._specify(wrapped, bound, dtype, compute, ops, space)
         self._ops = wrapped
         self._released = False
-        self._stream = stream
         self._plan_preference = ContractionPlanPreference(self)
-        self._alpha_beta = (1.0, 0.0)
         if not isinstance(space, ExecutionCPU):
             from ._cuda import CudaEngine
 
@@ -377,6 +375,8 @@ class _Contraction(StatefulObject):
                                           f"every operand, missing {missing}")
         elif not given:
             raise InvalidOperandError("reset_operands() needs at least one operand")
+        if stream is not None:  # checked; host operands are uploaded by each execute()
+            self._resolve_stream(stream)
         new = dict(self._ops or {})
         for k, x in given.items():
             op = wrap_operand(x, k)
@@ -408,8 +408,6 @@ class _Contraction(StatefulObject):
             self._check_out(tmp["out"], p.out_shape, p.dtype, tmp, p.names, tmp.get(p.addend))
         self._ops = new
         self._released = False
-        if stream is not None:
-            self._stream = stream
 
     def release_operands(self):
         """Drop this object's references to the operands (reset them before executing)."""
