@@ -493,3 +493,44 @@ def test_kernel_typing_errors_name_the_argument(compile_kernel):
 
     with pytest.raises(errors, match=r"Solver.execute takes \(a, b\) or \(a, lda, b, ldb\)"):
         compile_kernel(bad_execute, _sig(np.float32, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernels of test_solver_gpu.py, lowered here so that the GPU run meets no typing error
+# ---------------------------------------------------------------------------------------------
+
+GPU_KERNELS = [  # every path of the kernel builders there
+    ("cholesky", "complex64", "cr", "small", {}, None),
+    ("lu_pivot", "float32", "cc", "medium", {}, (34, 33)),
+    ("trsm", "complex128", "cr", "medium", {"side": "right", "diag": "unit"}, (33, 35)),
+    ("gesv_partial_pivot", "complex128", "rr", "medium", {}, None),
+    ("lq", "complex64", "cc", "medium", {}, None),
+    ("gels", "float64", "cr", "small", {}, None),
+    ("lu_pivot", "float64", "rr", (6, 6, 1), {"execution": "Thread"}, None),
+]
+
+
+@pytest.mark.parametrize("function, dtype, arrangement, size, knobs, lds", GPU_KERNELS,
+                         ids=[f"{c[0]}-{c[1]}-{c[4].get('execution', 'Block')}"
+                              for c in GPU_KERNELS])
+def test_gpu_test_kernels_lower(compile_kernel, function, dtype, arrangement, size, knobs,
+                                lds):
+    from numba.cuda import types
+
+    from tests.device import test_solver_gpu as g
+
+    obj = g.make_solver(function, dtype, arrangement, size, sm=90, **knobs)
+    if function in ("qr", "lq"):
+        kernel, _ = g.orthogonal_kernel(*obj)
+        sig = _sig(obj[0].value_type, obj[0].value_type, obj[0].value_type)
+    elif function == "gels":
+        kernel, _ = g.gels_kernel(obj)
+        sig = _sig(obj.value_type, obj.value_type, obj.value_type)
+    elif knobs.get("execution") == "Thread":
+        kernel, _ = g.thread_kernel(obj, function == "lu_pivot")
+        sig = _sig(obj.value_type, obj.value_type, np.int32, np.int32) + (types.int64,)
+    else:
+        fused, s = obj if isinstance(obj, tuple) else (None, obj)
+        kernel, _ = g.linear_kernel(s, function, lds, fused)
+        sig = _sig(s.value_type, s.value_type, np.int32, np.int32) + (types.int64,) * 2
+    assert len(compile_kernel(kernel.py_func, sig)) > 1000

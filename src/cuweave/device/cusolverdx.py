@@ -574,29 +574,37 @@ def warm_solver_cache(configs, max_workers=None) -> list:
     compile-time-leading-dimension code of every function they call that the disk cache lacks
     (and cuSOLVERDx's fatbin); returns the objects in order. A config is the keyword arguments
     of :class:`Solver`, or of the class named by its ``solver`` key."""
+    from ._warm import with_sm
+
+    built = [_build(kw) for kw in with_sm(configs)]  # validates everything first
+    generate_missing(built, max_workers)
+    return built
+
+
+def generate_missing(objects, max_workers=None) -> None:
+    """Generate the code of every function of the solver ``objects`` missing from the disk
+    cache: in this process when there are few, else shared out among worker processes."""
     import os
 
     from .._internal.logging import get_logger
     from ._solver_core import execute_code, fatbin_code, is_cached
-    from ._warm import generate_in_processes, with_sm
+    from ._warm import generate_in_processes
 
-    built = [_build(kw) for kw in with_sm(configs)]  # validates everything first
     missing = {}
-    for obj in built:
+    for obj in objects:
         for s in ([obj] if isinstance(obj, Solver) else obj._solvers()):
             if not is_cached(s._resolved):
                 missing.setdefault(s._resolved.key(), s._resolved)
     specs = list(missing.values())
     if not specs:
-        return built
+        return
     workers = min(max_workers or os.cpu_count() or 1, -(-len(specs) // _PER_PROCESS))
     if workers <= 1:
         fatbin_code()
         for s in specs:
             execute_code(s)
-        return built
+        return
     chunks = [specs[i::workers] for i in range(workers)]
     for error in generate_in_processes(_generate_worker, chunks, workers, "device solver"):
         if error:
             get_logger("device.solver").warning("warm_solver_cache: %s", error)
-    return built
