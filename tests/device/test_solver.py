@@ -534,3 +534,32 @@ def test_gpu_test_kernels_lower(compile_kernel, function, dtype, arrangement, si
         kernel, _ = g.linear_kernel(s, function, lds, fused)
         sig = _sig(s.value_type, s.value_type, np.int32, np.int32) + (types.int64,) * 2
     assert len(compile_kernel(kernel.py_func, sig)) > 1000
+
+
+@pytest.mark.parametrize("example", ["solver_cholesky_batched", "solver_lu_pivot",
+                                     "solver_least_squares", "solver_gemm_cholesky"])
+def test_examples_lower(compile_kernel, monkeypatch, example):
+    """The kernels of examples/device/solver_*.py typed and lowered for sm_90 (they run on
+    the GPU machine)."""
+    import importlib
+    from pathlib import Path
+
+    from numba.cuda import types
+
+    from cuweave.device import fft
+
+    monkeypatch.setattr(fft, "default_sm", lambda: 900)
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples" / "device"))
+    module = importlib.import_module(example)
+    built = module.build()
+    kernel = built[-1]
+    f4, f8, i4 = np.float32, np.float64, np.int32
+    sigs = {
+        "solver_cholesky_batched": _sig(f4, f4, i4),
+        "solver_lu_pivot": _sig(f8, f8, i4, i4),
+        "solver_least_squares": tuple(types.Array(types.float32, 3, "C") for _ in range(3)),
+        "solver_gemm_cholesky": (types.Array(types.float32, 3, "C"),
+                                 types.Array(types.float32, 2, "C"),
+                                 types.Array(types.float32, 2, "C"), _sig(i4)[0]),
+    }
+    assert len(compile_kernel(kernel.py_func, sigs[example])) > 1000
