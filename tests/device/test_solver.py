@@ -105,6 +105,27 @@ def test_unsupported_descriptions_raise_value_and_runtime_errors():
         assert isinstance(e.value, ValueError) and isinstance(e.value, RuntimeError)
 
 
+def test_a_failing_compilation_is_a_library_error(monkeypatch):
+    """NVRTC failing inside libmathdx is reported as the library failure it is (status and
+    NVRTC's log), not as an unsupported description."""
+    from cuweave.device import _blas_mathdx, _solver_mathdx
+    from cuweave.device._solver_mathdx import UnsupportedSolverError
+
+    real = _blas_mathdx.call
+
+    def call(function, *args):
+        if function == "cusolverdxFinalizeCode":
+            raise _blas_mathdx.MathdxError(3, function, hint="nvrtc: error: out of builtins")
+        return real(function, *args)
+
+    monkeypatch.setattr(_blas_mathdx, "call", call)
+    s = _solver("potrf", (13,), fill_mode="upper")
+    with pytest.raises(_blas_mathdx.MathdxError, match="COMMONDX_COMPILATION_ERROR.*builtins") \
+            as e:
+        _solver_mathdx.compile_execute(s._resolved)
+    assert not isinstance(e.value, UnsupportedSolverError)
+
+
 # ---------------------------------------------------------------------------------------------
 # Traits and operands (no GPU: sm given)
 # ---------------------------------------------------------------------------------------------
@@ -555,8 +576,8 @@ def test_examples_lower(compile_kernel, monkeypatch, example):
     kernel = built[-1]
     f4, f8, i4 = np.float32, np.float64, np.int32
     sigs = {
-        "solver_cholesky_batched": _sig(f4, f4, i4),
-        "solver_lu_pivot": _sig(f8, f8, i4, i4),
+        "solver_cholesky_batched": _sig(f4, f4, f4, i4, f4),
+        "solver_lu_pivot": _sig(f8, f8, f8, i4, i4, f8),
         "solver_least_squares": tuple(types.Array(types.float32, 3, "C") for _ in range(3)),
         "solver_gemm_cholesky": (types.Array(types.float32, 3, "C"),
                                  types.Array(types.float32, 2, "C"),

@@ -135,7 +135,14 @@ class _Descriptor:
         self.close()
 
 
-def _unsupported(spec: SolverSpec, e: MathdxError) -> UnsupportedSolverError:
+_INVALID_VALUE, _INTERNAL_ERROR = 1, 2  # commondxStatusType
+
+
+def _unsupported(spec: SolverSpec, e: MathdxError) -> Exception:
+    """libmathdx's rejection of a description as UnsupportedSolverError; any other failure
+    (NVRTC's compilation, a missing library file) stays the MathdxError it is."""
+    if e.status not in (_INVALID_VALUE, _INTERNAL_ERROR):
+        return e
     return UnsupportedSolverError(
         f"the solver description {spec.key()!r} is not supported by cuSOLVERDx "
         f"{versions()['cusolverdx']}: {e} (see cuSOLVERDx's documentation of function "
@@ -158,7 +165,10 @@ def traits(spec: SolverSpec) -> dict:
                     "workspace_size": d.ints(_Trait.WORKSPACE_SIZE, 1)[0],
                 }
         except MathdxError as e:
-            raise _unsupported(spec, e) from e
+            error = _unsupported(spec, e)
+            if error is e:
+                raise
+            raise error from e
 
 
 def compile_execute(spec: SolverSpec, dynamic_ld: bool = False) -> tuple[bytes, str]:
@@ -182,7 +192,10 @@ def compile_execute(spec: SolverSpec, dynamic_ld: bool = False) -> tuple[bytes, 
                 finally:
                     library().commondxDestroyCode(code)
         except MathdxError as e:
-            raise _unsupported(spec, e) from e
+            error = _unsupported(spec, e)
+            if error is e:
+                raise
+            raise error from e
 
 
 def universal_fatbin() -> bytes:
