@@ -25,9 +25,10 @@ N, BATCH = 32, 10_000
 
 def build(n=N, precision=np.float32, *, batches_per_block="suggested", block_dim=None,
           solver_class=CholeskySolver, store_factor=False):
-    """The solver and the kernel ``cholesky_solve(a, b, info)``: ``a`` (problems * n * n),
-    ``b`` (problems * n) overwritten by x, ``info`` (one per problem, padded to whole
-    blocks)."""
+    """The solver and the kernel ``cholesky_solve(a, b, x, info, factor)``: ``a``
+    (problems * n * n), ``b`` and ``x`` (problems * n), ``info`` (one per problem, padded to
+    whole blocks); with ``store_factor`` the Cholesky factors go to ``factor`` (like ``a``;
+    otherwise any array, untouched)."""
     knobs = {} if block_dim is None else {"block_dim": block_dim}
     solver = solver_class((n, n, 1), precision, "Block", "lower",
                           batches_per_block=batches_per_block, **knobs)
@@ -35,12 +36,11 @@ def build(n=N, precision=np.float32, *, batches_per_block="suggested", block_dim
     bpb, nthreads, vt = solver.batches_per_block, solver.block_size, solver.value_type
 
     @cuda.jit
-    def cholesky_solve(a, b, info):
+    def cholesky_solve(a, b, x, info, factor):
         sa = cuda.shared.array(n_a, dtype=vt)
         sb = cuda.shared.array(n_b, dtype=vt)
         first = cuda.blockIdx.x * bpb
-        problems = b.size // n
-        count = min(bpb, problems - first)      # the last block may hold fewer problems
+        count = min(bpb, b.size // n - first)   # the last block may hold fewer problems
         t = cuda.threadIdx.x + cuda.threadIdx.y * cuda.blockDim.x
         for i in range(t, count * n * n, nthreads):
             sa[i] = a[first * n * n + i]
@@ -52,10 +52,10 @@ def build(n=N, precision=np.float32, *, batches_per_block="suggested", block_dim
         solver.solve(sa, sb)
         cuda.syncthreads()
         for i in range(t, count * n, nthreads):
-            b[first * n + i] = sb[i]
+            x[first * n + i] = sb[i]
         if store_factor:
             for i in range(t, count * n * n, nthreads):
-                a[first * n * n + i] = sa[i]
+                factor[first * n * n + i] = sa[i]
 
     return solver, cholesky_solve
 
@@ -74,9 +74,10 @@ def main() -> float:
     b = rng.uniform(-1, 1, (BATCH, N)).astype(np.float32)
     blocks = -(-BATCH // solver.batches_per_block)
     d_a, d_b = cuda.to_device(a.ravel()), cuda.to_device(b.ravel())
+    d_x = cuda.device_array(BATCH * N, np.float32)
     d_info = cuda.device_array(blocks * solver.batches_per_block, np.int32)
-    kernel[blocks, solver.block_dim](d_a, d_b, d_info)
-    x = d_b.copy_to_host().reshape(BATCH, N)
+    kernel[blocks, solver.block_dim](d_a, d_b, d_x, d_info, d_a[:1])
+    x = d_x.copy_to_host().reshape(BATCH, N)
     info = d_info.copy_to_host()[:BATCH]
     ref = np.linalg.solve(a.astype(np.float64), b.astype(np.float64)[..., None])[..., 0]
     err = float(np.max(np.linalg.norm(x - ref, axis=1) / np.linalg.norm(ref, axis=1)))

@@ -21,9 +21,10 @@ N, BATCH = 64, 2_000
 
 def build(n=N, precision=np.float64, *, batches_per_block=1, block_dim=None,
           solver_class=LUPivotSolver, store_factors=False):
-    """The solver and the kernel ``lu_solve(a, b, ipiv, info)``: ``a`` (problems * n * n,
-    C order), ``b`` (problems * n) overwritten by x, ``ipiv`` (problems * n), ``info``
-    (one per problem, padded to whole blocks)."""
+    """The solver and the kernel ``lu_solve(a, b, x, ipiv, info, lu)``: ``a`` (problems * n *
+    n, C order), ``b`` and ``x`` (problems * n), ``ipiv`` (problems * n), ``info`` (one per
+    problem, padded to whole blocks); with ``store_factors`` the packed L\\U go to ``lu``
+    (like ``a``; otherwise any array, untouched)."""
     knobs = {} if block_dim is None else {"block_dim": block_dim}
     solver = solver_class((n, n, 1), precision, "Block", arrangement=("row_major", "col_major"),
                           batches_per_block=batches_per_block, **knobs)
@@ -31,7 +32,7 @@ def build(n=N, precision=np.float64, *, batches_per_block=1, block_dim=None,
     bpb, nthreads, vt = solver.batches_per_block, solver.block_size, solver.value_type
 
     @cuda.jit
-    def lu_solve(a, b, ipiv, info):
+    def lu_solve(a, b, x, ipiv, info, lu):
         sa = cuda.shared.array(n_a, dtype=vt)
         sb = cuda.shared.array(n_b, dtype=vt)
         sp = cuda.shared.array(n_p, dtype=np.int32)
@@ -48,11 +49,11 @@ def build(n=N, precision=np.float64, *, batches_per_block=1, block_dim=None,
         solver.solve(sa, sp, sb)
         cuda.syncthreads()
         for i in range(t, count * n, nthreads):
-            b[first * n + i] = sb[i]
+            x[first * n + i] = sb[i]
             ipiv[first * n + i] = sp[i]
         if store_factors:
             for i in range(t, count * n * n, nthreads):
-                a[first * n * n + i] = sa[i]
+                lu[first * n * n + i] = sa[i]
 
     return solver, lu_solve
 
@@ -65,11 +66,12 @@ def main() -> float:
     b = rng.uniform(-1, 1, (BATCH, N))
     blocks = -(-BATCH // solver.batches_per_block)
     d_a, d_b = cuda.to_device(a.ravel()), cuda.to_device(b.ravel())
+    d_x, d_lu = cuda.device_array(BATCH * N, np.float64), cuda.device_array(BATCH * N * N)
     d_ipiv = cuda.device_array(BATCH * N, np.int32)
     d_info = cuda.device_array(blocks * solver.batches_per_block, np.int32)
-    kernel[blocks, solver.block_dim](d_a, d_b, d_ipiv, d_info)
-    x = d_b.copy_to_host().reshape(BATCH, N)
-    lu = d_a.copy_to_host().reshape(BATCH, N, N)
+    kernel[blocks, solver.block_dim](d_a, d_b, d_x, d_ipiv, d_info, d_lu)
+    x = d_x.copy_to_host().reshape(BATCH, N)
+    lu = d_lu.copy_to_host().reshape(BATCH, N, N)
     ipiv = d_ipiv.copy_to_host().reshape(BATCH, N)
     info = d_info.copy_to_host()[:BATCH]
     # P A = L U with LAPACK's row interchanges, on a few problems

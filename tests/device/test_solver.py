@@ -149,7 +149,8 @@ def test_traits_without_a_gpu():
     assert given.batches_per_block == 3
 
     thread = _solver("potrf", (8,), execution="Thread", fill_mode="upper")
-    assert thread.block_dim == (1, 1, 1) and thread.batches_per_block == 1
+    assert thread.block_dim is None and thread.block_size is None
+    assert thread.batches_per_block == 1
 
     heev = _solver("heev", (16,), np.float64, fill_mode="lower", job="no_vectors")
     assert heev.workspace_size > 0

@@ -4,7 +4,8 @@ Every specialised class (Cholesky, LU, LU with pivoting, triangular solve, QR an
 plus multiply, least squares) and the fused functions of ``Solver.execute`` (posv, gesv with
 and without pivoting), over precision x real/complex x arrangement x size class: by default the
 8 configurations per function that give every dtype both size classes and rotate the three
-arrangements (the other 16 of the full product are marked ``slow``). Also padded and run-time
+arrangements; ``CUWEAVE_SOLVER_FULL_GRID=1`` adds the other 16 of the full product (marked
+``slow``). Also padded and run-time
 leading dimensions, transposed solves, ``batches_per_block='suggested'``, Thread execution, and
 non-positive-definite / singular problems (``info`` as LAPACK reports it, the other problems of
 the block unharmed).
@@ -18,6 +19,7 @@ about 60 kernels for the default selection.
 from __future__ import annotations
 
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -51,6 +53,14 @@ ALL = list(itertools.product(FUNCTIONS, DTYPES, ARRANGEMENTS, ("small", "medium"
 COVER = {(f, d, a, s) for f in FUNCTIONS for i, d in enumerate(DTYPES)
          for j, s in enumerate(("small", "medium"))
          for a in [list(ARRANGEMENTS)[(i + j) % 3]]}
+# The full product (240 kernels, several minutes of kernel compilation) with
+# CUWEAVE_SOLVER_FULL_GRID=1; its configurations beyond COVER are marked slow.
+GRID = ALL if os.environ.get("CUWEAVE_SOLVER_FULL_GRID") else [c for c in ALL if c in COVER]
+
+
+def _grid(functions):
+    return [pytest.param(c, marks=() if c in COVER else pytest.mark.slow, id="-".join(c))
+            for c in GRID if c[0] in functions]
 
 
 def make_solver(function, dtype, arrangement, size, **extra):
@@ -486,9 +496,7 @@ def check_linear(function, s, a, b, out_a, out_b, ipiv, info, bad=()):
         assert residual(_op(a64, mode), x, b[good]) < tol
 
 
-@pytest.mark.parametrize("config", [
-    pytest.param(c, marks=() if c in COVER else pytest.mark.slow, id="-".join(c))
-    for c in ALL if c[0] not in ("qr", "lq", "gels")])
+@pytest.mark.parametrize("config", _grid(set(FUNCTIONS) - {"qr", "lq", "gels"}))
 def test_linear_solvers_match_float64(built, config):
     obj = built[config]
     fused, s = obj if isinstance(obj, tuple) else (None, obj)
@@ -526,9 +534,7 @@ def _orthogonal(function, fact, mult, rng):
     assert np.max(np.linalg.norm(rebuilt - gram, axis=(1, 2)) / norm ** 2) < tol
 
 
-@pytest.mark.parametrize("config", [
-    pytest.param(c, marks=() if c in COVER else pytest.mark.slow, id="-".join(c))
-    for c in ALL if c[0] in ("qr", "lq")])
+@pytest.mark.parametrize("config", _grid({"qr", "lq"}))
 def test_qr_lq_factorize_and_multiply_match_float64(built, config):
     fact, mult = built[config]
     _orthogonal(config[0], fact, mult, np.random.default_rng(ALL.index(config)))
@@ -557,9 +563,7 @@ def _gels(s, rng):
     assert np.max(err) < 200 * max(s.m, s.n) * eps(s.value_type), f"{np.max(err):.3g}"
 
 
-@pytest.mark.parametrize("config", [
-    pytest.param(c, marks=() if c in COVER else pytest.mark.slow, id="-".join(c))
-    for c in ALL if c[0] == "gels"])
+@pytest.mark.parametrize("config", _grid({"gels"}))
 def test_least_squares_matches_numpy(built, config):
     _gels(built[config], np.random.default_rng(ALL.index(config)))
 

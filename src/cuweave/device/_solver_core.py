@@ -216,14 +216,16 @@ class Solver(KernelObject):
 
     # ----- traits -----------------------------------------------------------------------------
     @property
-    def block_dim(self) -> Dim3:
-        """Threads of the block (cuSOLVERDx's, or those given); ``Dim3(1, 1, 1)`` for Thread
-        solvers, which any block runs, one problem per thread."""
+    def block_dim(self) -> Dim3 | None:
+        """Threads of the block (cuSOLVERDx's, or those given); None for Thread solvers (one
+        problem per thread, any block), as Thread FFTs report it."""
         bd = self._traits["block_dim"]
-        return Dim3(*bd) if bd is not None else Dim3(1, 1, 1)
+        return Dim3(*bd) if bd is not None else None
 
     @property
-    def block_size(self) -> int:
+    def block_size(self) -> int | None:
+        if self.block_dim is None:
+            return None
         x, y, z = self.block_dim
         return x * y * z
 
@@ -272,7 +274,7 @@ class Solver(KernelObject):
                 f"execution={s.execution!r}, sm={s.sm // 10}, data_type={s.data_type!r}, "
                 f"arrangement={s.arrangement}, leading_dimensions={s.leading_dimensions}"
                 f"{', ' + knobs if knobs else ''}, batches_per_block={self.batches_per_block}, "
-                f"block_dim={tuple(self.block_dim)})")
+                f"block_dim={self.block_dim and tuple(self.block_dim)})")
 
 
 def compile_solver_execute(solver: Solver, code_type=None,
