@@ -34,12 +34,22 @@ _log = get_logger("device.solver")
 _lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=1)
 def versions() -> dict:
-    """Versions in every cache key of solver code (libmathdx, cuSOLVERDx, cuweave)."""
+    """Versions in every cache key of solver code: libmathdx, cuSOLVERDx, the NVRTC that
+    libmathdx compiles with (its LTO-IR must not be newer than the nvJitLink linking it), and
+    cuweave."""
     from .._version import __version__
     from . import _solver_mathdx
 
-    return {**_solver_mathdx.versions(), "cuweave": __version__, "source": 1}
+    try:
+        from .._bindings.nvrtc import module
+
+        _, major, minor = module().nvrtcVersion()
+        nvrtc = f"{major}.{minor}"
+    except Exception:  # cuda-bindings without NVRTC: libmathdx found its own
+        nvrtc = "unknown"
+    return {**_solver_mathdx.versions(), "nvrtc": nvrtc, "cuweave": __version__, "source": 1}
 
 
 def value_type_of(precision: str, data_type: str):
