@@ -105,6 +105,24 @@ def test_unsupported_descriptions_raise_value_and_runtime_errors():
         assert isinstance(e.value, ValueError) and isinstance(e.value, RuntimeError)
 
 
+def test_nvbug_5288270_guard(monkeypatch):
+    """Real gesv_no_pivot on sm_120 is refused, as nvmath-python refuses it, unless the
+    variable is set; then the code is generated with cuSOLVERDx's own opt-out."""
+    from cuweave.device import _solver_mathdx
+
+    for var in _solver_mathdx.NVBUG_5288270_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(RuntimeError, match="NVBUG 5288270"):
+        dx.Solver("gesv_no_pivot", (8, 8, 1), np.float32, "Block", sm=120)
+    complex_ok = dx.Solver("gesv_no_pivot", (8, 8, 1), np.float32, "Block", sm=120,
+                           data_type="complex")
+    assert complex_ok.sm == dx.ComputeCapability(12, 0)
+    monkeypatch.setenv("NVMATH_CUSOLVERDX_IGNORE_NVBUG_5288270_ASSERT", "1")
+    s = dx.Solver("gesv_no_pivot", (8, 8, 1), np.float32, "Block", sm=120)
+    code, symbol = dx.compile_solver_execute(s)
+    assert code.size > 1000
+
+
 def test_a_failing_compilation_is_a_library_error(monkeypatch):
     """NVRTC failing inside libmathdx is reported as the library failure it is (status and
     NVRTC's log), not as an unsupported description."""

@@ -27,8 +27,8 @@ from ._kernel_object import KernelObject, register_kernel_type
 from ._solver_options import SolverSpec
 from .common_cuda import ComputeCapability, Dim3
 
-__all__ = ["Solver", "compile_solver_execute", "execute_code", "fatbin_code", "resolve",
-           "versions", "value_type_of"]
+__all__ = ["Solver", "compile_solver_execute", "execute_code", "fatbin_code", "is_cached",
+           "resolve", "versions", "value_type_of"]
 
 _log = get_logger("device.solver")
 _lock = threading.Lock()
@@ -115,6 +115,16 @@ def fatbin_code() -> dict:
     return _cache.cached(["cusolverdx-fatbin", versions()], build)
 
 
+def _check_nvbug_5288270(spec: SolverSpec) -> None:
+    from . import _solver_mathdx as mx
+
+    if mx.nvbug_5288270(spec) and not mx.nvbug_5288270_ignored():
+        raise mx.UnsupportedSolverError(
+            "function 'gesv_no_pivot' with data_type 'real' on sm 120 is refused (NVBUG "
+            "5288270: CUDA 12.8, 12.9 and 13.0 could miscompile it under register pressure); "
+            f"set {mx.NVBUG_5288270_VARIABLES[0]} to build it anyway and check its results")
+
+
 _KERNEL_ATTRIBUTES = frozenset({
     "m", "n", "k", "size", "batches_per_block", "lda", "ldb", "leading_dimensions",
     "block_dim", "block_size", "workspace_size", "value_type", "precision", "info_type",
@@ -176,17 +186,10 @@ class Solver(KernelObject):
             transpose_mode=transpose_mode, side=side, diag=diag, fill_mode=fill_mode,
             batches_per_block=batches_per_block, data_type=data_type,
             leading_dimensions=leading_dimensions, block_dim=block_dim, job=job)
+        _check_nvbug_5288270(spec)
         self._spec = spec
         self._resolved, self._traits = resolve(spec)
         register_kernel_type(Solver)
-
-    @classmethod
-    def _from_spec(cls, spec: SolverSpec) -> Solver:
-        self = cls.__new__(cls)
-        self._spec = spec
-        self._resolved, self._traits = resolve(spec)
-        register_kernel_type(Solver)
-        return self
 
     # ----- knobs ------------------------------------------------------------------------------
     function = property(lambda self: self._spec.function)

@@ -35,11 +35,28 @@ from ._solver_options import (
 )
 
 __all__ = ["UnsupportedSolverError", "versions", "traits", "compile_execute",
-           "universal_fatbin"]
+           "universal_fatbin", "nvbug_5288270", "nvbug_5288270_ignored"]
 
 _ll = ctypes.c_longlong
 _size_t = ctypes.c_size_t
-_OPTION_SYMBOL_NAME = 0  # commondxOption
+_OPTION_SYMBOL_NAME, _OPTION_EXTRA_NVRTC_ARGS = 0, 4  # commondxOption
+# cuSOLVERDx refuses real gesv_no_pivot on sm_120 (NVBUG 5288270: CUDA 12.8-13.0 could
+# miscompile it under register pressure) unless this is defined; nvmath-python's variable
+# (or cuweave's) lets it through, the results then to be checked by the user.
+NVBUG_5288270_VARIABLES = ("CUWEAVE_CUSOLVERDX_IGNORE_NVBUG_5288270_ASSERT",
+                           "NVMATH_CUSOLVERDX_IGNORE_NVBUG_5288270_ASSERT")
+
+
+def nvbug_5288270(spec: SolverSpec) -> bool:
+    """Whether ``spec`` is the configuration of NVBUG 5288270 (real gesv_no_pivot, sm_120)."""
+    return (spec.function == "gesv_no_pivot" and spec.sm == 1200 and
+            (spec.data_type or "real") == "real")
+
+
+def nvbug_5288270_ignored() -> bool:
+    import os
+
+    return any(v in os.environ for v in NVBUG_5288270_VARIABLES)
 
 
 class _Op:  # cusolverdxOperatorType
@@ -187,6 +204,9 @@ def compile_execute(spec: SolverSpec, dynamic_ld: bool = False) -> tuple[bytes, 
                 _call("cusolverdxSetOptionStr", d.handle, _OPTION_SYMBOL_NAME, symbol.encode())
                 code = new_code(spec.sm)
                 try:
+                    if nvbug_5288270(spec) and nvbug_5288270_ignored():
+                        _call("commondxSetCodeOptionStr", code, _OPTION_EXTRA_NVRTC_ARGS,
+                              b"-DCUSOLVERDX_IGNORE_NVBUG_5288270_ASSERT")
                     _call("cusolverdxFinalizeCode", code, d.handle)
                     return code_ltoir(code), symbol
                 finally:
