@@ -236,6 +236,27 @@ def test_operand_shapes_strides_and_sizes():
     assert ls.bx_strides() == (24, 1, 12) and ls.bx_size() == 24 and ls.tau_shape == (1, 5)
 
 
+@pytest.mark.parametrize("cls, size, precision, bpb", [
+    (dx.CholeskySolver, (16, 16, 1), np.float64, 2),        # potrf 64 threads, potrs 32
+    (dx.LUPivotSolver, (3, 3, 1), np.float32, "suggested"),   # getrf 64 per block, getrs 32
+    (dx.LUSolver, (5, 5, 1), np.float32, "suggested"),
+])
+def test_functions_of_one_object_share_one_launch(cls, size, precision, bpb):
+    """The factorization and the solve run in one kernel: one block dimension and one number
+    of problems per block for both (cuSOLVERDx's choices for each alone differ here)."""
+    kw = {"fill_mode": "lower"} if cls is dx.CholeskySolver else {}
+    alone = [_solver(f, size, precision, batches_per_block=bpb, **kw)
+             for f in {dx.CholeskySolver: ("potrf", "potrs"),
+                       dx.LUPivotSolver: ("getrf_partial_pivot", "getrs_partial_pivot"),
+                       dx.LUSolver: ("getrf_no_pivot", "getrs_no_pivot")}[cls]]
+    assert (alone[0].block_dim, alone[0].batches_per_block) != \
+        (alone[1].block_dim, alone[1].batches_per_block)
+    s = cls(size, precision, "Block", sm=90, batches_per_block=bpb, **kw)
+    assert s._factorize.block_dim == s._solve.block_dim == s.block_dim == alone[0].block_dim
+    assert s._factorize.batches_per_block == s._solve.batches_per_block == \
+        s.batches_per_block == alone[0].batches_per_block
+
+
 def test_nvmath_names():
     from cuweave.device import cusolverdx
 

@@ -91,6 +91,7 @@ def make_solver(function, dtype, arrangement, size, **extra):
         side = "left" if function == "qr" else "right"
         op = "conj_transposed" if data_type == "complex" else "transposed"
         # Q^H A (QR) or A Q^H (LQ): the reflectors are the factorized A's, C is A itself
+        kw |= {"batches_per_block": fact.batches_per_block, "block_dim": fact.block_dim}
         mult = mult_cls((m, n, min(m, n)), side=side, transpose_mode=op,
                         arrangement=(arr[0], arr[0]), leading_dimensions=(fact.lda, fact.lda),
                         **kw)
@@ -102,7 +103,7 @@ def make_solver(function, dtype, arrangement, size, **extra):
     layout = {"posv": lambda: dx.CholeskySolver(mnk, fill_mode="lower", **kw),
               "gesv_no_pivot": lambda: dx.LUSolver(mnk, **kw),
               "gesv_partial_pivot": lambda: dx.LUPivotSolver(mnk, **kw)}[function]()
-    kw["batches_per_block"] = layout.batches_per_block
+    kw |= {"batches_per_block": layout.batches_per_block, "block_dim": layout.block_dim}
     fused = dx.Solver(function, mnk, fill_mode="lower" if function == "posv" else None, **kw)
     return fused, layout
 

@@ -21,6 +21,11 @@ calls together and name their operands: :class:`CholeskySolver` (``potrf`` + ``p
 
     kernel[blocks, solver.block_dim](a, b, info)
 
+The functions of one object share one launch: the factorization's batches per block and
+block dimension (cuSOLVERDx's suggestion or default for it) are given to the solve, which
+would otherwise get its own (nvmath-python 1.0 leaves them to each function, and they
+differ, e.g. 64 and 32 threads for a 16x16 fp64 Cholesky).
+
 Matrices live in shared memory, ``batches_per_block`` of them one after the other: a
 column-major ``rows x cols`` operand with leading dimension ``ld`` has strides
 ``(ld * cols, 1, ld)`` (batch, row, column), a row-major one ``(ld * rows, ld, 1)``. Every
@@ -78,6 +83,17 @@ class _SolverAPI(KernelObject):
     @staticmethod
     def _make(function, size, precision, execution, knobs: dict, **extra) -> Solver:
         return Solver(function, size, precision, execution, **knobs, **extra)
+
+    @staticmethod
+    def _same_launch(first: Solver) -> dict:
+        """Knobs that give another function of the object ``first``'s batches per block and
+        block dimension: the functions run in one kernel, with one launch and one layout
+        (left to cuSOLVERDx, potrf and potrs, getrf and getrs suggest or default to different
+        ones)."""
+        if first.execution != "Block":
+            return {}
+        return {"batches_per_block": first.batches_per_block,
+                "block_dim": tuple(first.block_dim)}
 
     # ----- knobs and traits of the main solver ------------------------------------------------
     size = property(lambda self: self._source.size, doc="``(m, n, k)``.")
@@ -235,9 +251,10 @@ class CholeskySolver(_LinearSolver):
         knobs = dict(sm=sm, arrangement=arrangement, batches_per_block=batches_per_block,
                      data_type=data_type, leading_dimensions=leading_dimensions,
                      block_dim=block_dim, fill_mode=fill_mode)
-        solve = self._make("potrs", size, precision, execution, knobs)
-        self._setup(solve, _factorize=self._make("potrf", size, precision, execution, knobs),
-                    _solve=solve)
+        factorize = self._make("potrf", size, precision, execution, knobs)
+        solve = self._make("potrs", size, precision, execution,
+                           knobs | self._same_launch(factorize))
+        self._setup(solve, _factorize=factorize, _solve=solve)
 
     fill_mode = property(lambda self: self._solve.fill_mode)
     factorize = _device_only("factorize")
@@ -259,8 +276,8 @@ class _LU(_LinearSolver):
                      block_dim=block_dim)
         factorize = self._make(self._FACTORIZE, size, precision, execution, knobs,
                                transpose_mode="non_transposed")
-        solve = (self._make(self._SOLVE, size, precision, execution, knobs,
-                            transpose_mode=transpose_mode)
+        solve = (self._make(self._SOLVE, size, precision, execution,
+                            knobs | self._same_launch(factorize), transpose_mode=transpose_mode)
                  if factorize.m == factorize.n else None)
         if solve is None:  # validate transpose_mode all the same
             choice(transpose_mode, "transpose_mode", TRANSPOSE_MODES)
