@@ -135,8 +135,9 @@ def _cholesky(results, batch, iters) -> None:
     if store:
         impls["cuweave (writes the factor)"] = next(iter(store.values()))[1]
     cls, why = _nvmath_class("CholeskySolver")
-    if cls is not None:
-        nv, failed = _variants(ex.build, [(bpb, bd)], launch_args(False), solver_class=cls)
+    if cls is not None:  # the same launch, given (nvmath leaves potrf's and potrs's apart)
+        same = (made[best][0].batches_per_block, tuple(made[best][0].block_dim))
+        nv, failed = _variants(ex.build, [same], launch_args(False), solver_class=cls)
         if nv:
             d_x.copy_to_device(np.zeros(d_x.shape, d_x.dtype))
             next(iter(nv.values()))[1]()
@@ -211,7 +212,8 @@ def _lu(results, batch, iters) -> None:
         impls["cuweave (writes the factors)"] = next(iter(store.values()))[1]
     cls, why = _nvmath_class("LUPivotSolver")
     if cls is not None:
-        nv, failed = _variants(ex.build, [(1, bd)], launch_args(False), solver_class=cls)
+        same = (1, tuple(made[best][0].block_dim))
+        nv, failed = _variants(ex.build, [same], launch_args(False), solver_class=cls)
         if nv:
             d_x.copy_to_device(np.zeros(d_x.shape, d_x.dtype))
             next(iter(nv.values()))[1]()
