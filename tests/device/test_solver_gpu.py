@@ -516,9 +516,14 @@ def _orthogonal(function, fact, mult, rng):
     d_t = cuda.device_array(BLOCKS * n_t, dtype=fact.value_type)
     kernel[BLOCKS, fact.block_dim](d_a, d_c, d_t)
     cuda.synchronize()
-    f = unpack(d_a.copy_to_host(), fact.a_shape, fact.a_strides(), n_a).astype(np.complex128)
-    c = unpack(d_c.copy_to_host(), mult.c_shape, mult.c_strides(), n_c).astype(np.complex128)
-    a64 = a.astype(np.complex128)
+    f = unpack(d_a.copy_to_host(), fact.a_shape, fact.a_strides(), n_a)
+    c = unpack(d_c.copy_to_host(), mult.c_shape, mult.c_strides(), n_c)
+    check_orthogonal(function, fact, a, f, c)
+
+
+def check_orthogonal(function, fact, a, f, c):
+    """``f``: the factorized A (R or L with the reflectors), ``c``: op(Q) applied to A."""
+    a64, f, c = (np.asarray(v, np.complex128) for v in (a, f, c))
     tol = 60 * max(fact.m, fact.n) * eps(fact.value_type)
     norm = np.linalg.norm(a64, axis=(1, 2))
     if function == "qr":   # Q^H A = R: upper trapezoidal, R^H R = A^H A
@@ -557,6 +562,11 @@ def _gels(s, rng):
     kernel[BLOCKS, s.block_dim](d_a, d_b, d_t)
     cuda.synchronize()
     x = unpack(d_b.copy_to_host(), bx_shape, bx_strides, n_b)[:, :s.x_shape[1]]
+    check_gels(s, a, b, x)
+
+
+def check_gels(s, a, b, x):
+    problems = a.shape[0]
     op = _op(a.astype(np.complex128), s.transpose_mode)
     ref = np.stack([np.linalg.lstsq(op[p], b[p].astype(np.complex128), rcond=None)[0]
                     for p in range(problems)])
