@@ -48,11 +48,6 @@ __all__ = ["Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "TriangularS
            "QRFactorize", "LQFactorize", "QRMultiply", "LQMultiply", "LeastSquaresSolver",
            "compile_solver_execute"]
 
-# Knobs every specialised class takes after its positional ones (keywords in nvmath-python).
-_COMMON = ("sm", "arrangement", "batches_per_block", "data_type", "leading_dimensions",
-           "block_dim")
-
-
 def _strides(shape: tuple, ld: int, order: str) -> tuple:
     rows, cols = shape
     return (ld * cols, 1, ld) if order == "col_major" else (ld * rows, ld, 1)
