@@ -8,7 +8,7 @@ For each case both libraries get the same torch CUDA tensors. Outcomes are compa
 * one computes and the other raises: a difference.
 
 Usage (on the GPU machine, nvmath-python 1.0 installed):
-``python3 scripts/nvmath_parity.py --groups matmul --out DIR``. Writes ``parity_<group>.json``
+``python3 scripts/nvmath_parity.py --groups matmul,fft --out DIR``. Writes ``parity_<group>.json``
 (every case) and prints a summary per category with the first differences of each. Exit 0
 always: this is a finder, the tests hold what was fixed.
 """
@@ -95,7 +95,7 @@ def compare(nv, cu, tol) -> tuple[str, str]:
 # ---- matmul cases ------------------------------------------------------------------------------
 E4, E5 = "float8_e4m3fn", "float8_e5m2"
 TOL = {"float8_e4m3fn": 0.08, "float8_e5m2": 0.15, "float16": 5e-3, "bfloat16": 3e-2,
-       "float32": 1e-4, "float64": 1e-10}
+       "float32": 1e-4, "float64": 1e-10, "complex64": 1e-4, "complex128": 1e-10}
 
 
 def _t(shape, dtype, seed=0, order="C"):
@@ -252,6 +252,111 @@ def run_matmul(out_dir):
     return rows
 
 
+# ---- FFT cases ---------------------------------------------------------------------------------
+def _view(base, shape, strides, offset=0):
+    return base.as_strided(shape, strides, offset)
+
+
+def fft_cases():
+    """(group, name, (function name, operand builder, kwargs), tolerance dtype)."""
+    import torch
+
+    cases = []
+
+    def add(group, name, fn, build, kw, tol="complex64"):
+        cases.append((group, name, (fn, build, kw), tol))
+
+    # natural result layout: strides of a fresh C-order array, size-1 axes included
+    shapes = [(1, 1, 32, 32, 1), (32, 1, 16), (1, 16), (4, 1, 1, 8), (8, 8, 1, 1)]
+    for shape, dt, fn, layout in itertools.product(
+            shapes, ["complex64", "complex128", "float32"], ["fft", "rfft"],
+            ["natural", "optimized"]):
+        if (fn == "rfft") != dt.startswith("float"):
+            continue
+        for axes in ([len(shape) - 1], [len(shape) - 2, len(shape) - 1], None):
+            def build(shape=shape, dt=dt):
+                return _t(shape, "float32", 3).to(getattr(torch, dt)) if dt.startswith(
+                    "float") else torch.complex(_t(shape, "float32", 1), _t(shape, "float32", 2)
+                                                ).to(getattr(torch, dt))
+            add("result layout", f"{fn} {shape} {dt} axes={axes} {layout}", fn, build,
+                {"axes": axes, "options": {"result_layout": layout}}, dt)
+
+    def cplx(shape, seed=1):
+        return torch.complex(_t(shape, "float32", seed), _t(shape, "float32", seed + 1))
+
+    # layouts cuFFT cannot take directly: overlapping and non-tileable views, out of place
+    views = {
+        "overlapping rows": ((16, 16), (8, 1)),
+        "repeated stride": ((8, 8), (1, 1)),
+        "non-tileable batch": ((3, 4, 8), (40, 9, 1)),
+        "gapped batch": ((4, 8), (17, 2)),
+        "single element": ((1,), (1,)),
+        "zero stride batch": ((4, 8), (0, 1)),
+    }
+    for (name, (shape, strides)), inplace, axes in itertools.product(
+            views.items(), [False, True], [[-1], None]):
+        def build(shape=shape, strides=strides):
+            return _view(cplx((512,)), shape, strides)
+        add("view layouts", f"{name} inplace={inplace} axes={axes}", "fft", build,
+            {"axes": axes, "options": {"inplace": inplace}})
+    # fft_type and dtype mismatches, axes out of range, options
+    bad = {
+        "fft on real": ("fft", lambda: _t((8, 8), "float32"), {}),
+        "ifft on real": ("ifft", lambda: _t((8, 8), "float32"), {}),
+        "rfft on complex": ("rfft", lambda: cplx((8, 8)), {}),
+        "irfft on real": ("irfft", lambda: _t((8, 8), "float32"), {}),
+        "fft_type R2C on complex": ("fft", lambda: cplx((8, 8)), {"options": {"fft_type": "R2C"}}),
+        "fft_type C2C on real": ("rfft", lambda: _t((8, 8), "float32"),
+                                 {"options": {"fft_type": "C2C"}}),
+        "axes out of range": ("fft", lambda: cplx((8, 8)), {"axes": [2]}),
+        "repeated axes": ("fft", lambda: cplx((8, 8)), {"axes": [1, 1]}),
+        "axes with gap": ("fft", lambda: cplx((4, 8, 8)), {"axes": [0, 2]}),
+        "int operand": ("fft", lambda: torch.ones(8, 8, dtype=torch.int32, device="cuda"), {}),
+        "float64 to fft": ("fft", lambda: _t((8,), "float64"), {}),
+        "empty irfft output": ("irfft", lambda: cplx((8, 1)), {}),
+        "irfft last_axis_parity odd": ("irfft", lambda: cplx((8, 5)),
+                                       {"options": {"last_axis_parity": "odd"}}),
+        "options device_id": ("fft", lambda: cplx((8, 8)), {"options": {"device_id": 0}}),
+        "bad option": ("fft", lambda: cplx((8, 8)), {"options": {"nonsense": 1}}),
+        "bad result_layout": ("fft", lambda: cplx((8, 8)), {"options": {"result_layout": "x"}}),
+        "4 axes": ("fft", lambda: cplx((2, 2, 2, 2)), {"axes": [0, 1, 2, 3]}),
+    }
+    for name, (fn, build, kw) in bad.items():
+        add("fft validation", name, fn, build, kw)
+    return cases
+
+
+def run_fft(out_dir):
+    import nvmath.fft as nfft
+    import torch
+
+    import cuweave.fft as cfft
+
+    rows = []
+    for group, name, (fn, build, kw), tol in fft_cases():
+        try:
+            x1, x2 = build(), None
+            x2 = x1.clone() if not kw.get("options", {}).get("inplace") else None
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"group": group, "case": name, "category": "build failed",
+                         "detail": repr(exc)[:200]})
+            continue
+        if x2 is None:  # in place: each library its own copy of the same view
+            x2 = build()
+        nv = outcome(getattr(nfft, fn), x1, **kw)
+        torch.cuda.synchronize()
+        cu = outcome(getattr(cfft, fn), x2, **kw)
+        torch.cuda.synchronize()
+        category, detail = compare(nv, cu, TOL.get(tol, 1e-4))
+        if category == "same" and nv["ok"] and hasattr(nv["value"], "stride"):
+            if tuple(nv["value"].stride()) != tuple(cu["value"].stride()):
+                category = "result strides differ"
+                detail = f"nvmath {nv['value'].stride()} cuweave {cu['value'].stride()}"
+        rows.append({"group": group, "case": name, "category": category, "detail": detail,
+                     "nvmath": _brief(nv), "cuweave": _brief(cu)})
+    return rows
+
+
 def _brief(o):
     return "ok" if o["ok"] else f"{o['cls']}({o['builtin']}): {o['msg'][:200]}"
 
@@ -281,7 +386,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     logging.disable(logging.WARNING)
     for g in args.groups.split(","):
-        rows = {"matmul": run_matmul}[g](args.out)
+        rows = {"matmul": run_matmul, "fft": run_fft}[g](args.out)
         summarize(rows, args.out, g)
     return 0
 
