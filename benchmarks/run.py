@@ -22,7 +22,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 from harness import Results  # noqa: E402
 
 GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "device_matmul",
-GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "device_matmul",
                "device_solver", "torch", "llm", "graph", "tensor")
 
 
