@@ -131,7 +131,7 @@ def suite(res, torch, cp, nvmath, quick):
 
 
 def ternary(res, torch, quick):
-    from cuweave.tensor import TernaryContraction
+    from cuweave.tensor import TernaryContraction, binary_contraction
 
     name, expr, extents, dtype = TERNARY
     xs = _tensors(torch, expr, extents, dtype)
@@ -140,7 +140,10 @@ def ternary(res, torch, quick):
     first, second = "bij,bjk->bik", "bik,bkl->bil"
     impls = {"cuweave": obj.execute,
              "two torch.einsum": lambda: torch.einsum(second, torch.einsum(first, xs[0], xs[1]),
-                                                      xs[2])}
+                                                      xs[2]),
+             # what a pairwise route would cost (data for choosing one by measurement)
+             "cuweave two binary": lambda: binary_contraction(
+                 second, binary_contraction(first, xs[0], xs[1]), xs[2])}
     times = gpu_times_interleaved(impls, iters=5 if quick else 20)
     fl = flops(first, extents) + flops(second, extents)
     for impl, ms in times.items():
