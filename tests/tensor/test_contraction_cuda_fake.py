@@ -155,3 +155,47 @@ def test_empty_extents_are_refused_on_the_gpu_and_computed_on_the_cpu(cutensor_g
         binary_contraction("ij,jk->ik", a, b)
     r = binary_contraction("ij,jk->ik", a, b, c=np.ones((3, 4)), beta=2.0, execution="cpu")
     assert np.array_equal(r, np.full((3, 4), 2.0))
+
+
+@pytest.mark.parametrize("expr, shapes", TERNARY)
+def test_ternary_pairwise_route(cutensor_gpu, monkeypatch, expr, shapes):
+    """Autotuning keeps two binary contractions where they time faster (forced here): they
+    give the fused contraction's result, follow resets, and free with it."""
+    from cuweave.tensor import _pairwise
+
+    monkeypatch.setattr(_pairwise, "eligible", lambda p: True)  # host operands, for numbers
+    times = iter([2.0, 1.0])  # fused, then pairwise
+    monkeypatch.setattr(_pairwise, "time_ms", lambda fn, s, iters=5: (fn(), next(times))[1])
+    xs = [random(s, "complex128", i) for i, s in enumerate(shapes)]
+    d_shape = np.einsum(expr, *(np.zeros(s) for s in shapes)).shape
+    d = random(d_shape, "complex128", 9)
+    q = np.array([Operator.OP_CONJ, 1, 1, 1], np.int32)
+    with TernaryContraction(expr, *xs, d=d, qualifiers=q) as tc:
+        tc.autotune(iterations=2)
+        assert tc._route is not None
+        n = len(cutensor_gpu.calls)
+        r = tc.execute(alpha=0.5, beta=2.0)
+        assert [c[0] for c in cutensor_gpu.calls[n:]] == ["cutensorContract"] * 2
+        check(r, reference(expr, xs, (True,), 0.5, 2.0, d), "complex128")
+        x0 = random(shapes[0], "complex128", 11)
+        tc.reset_operands(a=x0)
+        check(tc.execute(alpha=1.0, beta=0.0), reference(expr, [x0] + xs[1:], (True,)),
+              "complex128")
+        route = tc._route
+    assert route.inter is None  # freed with the ternary contraction
+
+
+def test_ternary_keeps_the_fused_contraction_when_faster(cutensor_gpu, monkeypatch):
+    from cuweave.tensor import _pairwise
+
+    monkeypatch.setattr(_pairwise, "eligible", lambda p: True)
+    times = iter([1.0, 2.0])
+    monkeypatch.setattr(_pairwise, "time_ms", lambda fn, s, iters=5: (fn(), next(times))[1])
+    expr, shapes = TERNARY[0]
+    xs = [random(s, "float64", i) for i, s in enumerate(shapes)]
+    with TernaryContraction(expr, *xs) as tc:
+        tc.autotune(iterations=1)
+        assert tc._route is None
+        n = len(cutensor_gpu.calls)
+        check(tc.execute(), reference(expr, xs), "float64")
+        assert [c[0] for c in cutensor_gpu.calls[n:]] == ["cutensorContractTrinary"]

@@ -221,10 +221,18 @@ def test_stateful_autotune_jit_and_reset():
         bc.reset_operands(a=a2)
         check(_host(bc.execute()), reference(expr, [_host(a2), _host(b)]), "float32")
         bc.execute(release_workspace=True)
-    xs = [torch.randn(s, device="cuda") for s in TERNARY[0][1]]
-    with TernaryContraction(TERNARY[0][0], *xs) as tc:
+    xs = [torch.randn(s, device="cuda", dtype=torch.float64) for s in TERNARY[1][1]]
+    expr = TERNARY[1][0]
+    with TernaryContraction(expr, *xs) as tc:
         tc.plan()
-        check(_host(tc.execute()), reference(TERNARY[0][0], [_host(x) for x in xs]), "float32")
+        check(_host(tc.execute()), reference(expr, [_host(x) for x in xs]), "float64")
+        tc.autotune(iterations=2)  # fused, or two binary contractions where they time faster
+        check(_host(tc.execute(alpha=3.0)), reference(expr, [_host(x) for x in xs], (), 3.0),
+              "float64")
+        x0 = torch.randn_like(xs[0])
+        tc.reset_operands(a=x0)
+        check(_host(tc.execute()), reference(expr, [_host(x0)] + [_host(x) for x in xs[1:]]),
+              "float64")
 
 
 def test_function_form_cache_hits_with_new_tensors():

@@ -86,6 +86,8 @@ class _Contraction(StatefulObject):
     _addend = "c"
     #: the function form's operand records (probed hits rebind them), or None
     _spare = None
+    #: a ternary contraction's pairwise route (:mod:`._pairwise`) when autotuning chose it
+    _route = None
 
     def __init__(self, expr, inputs, addend=None, out=None, qualifiers=None, stream=None,
                  options=None, execution=None):
@@ -106,6 +108,7 @@ class _Contraction(StatefulObject):
         self._check_operands(wrapped, first)
         bound = bind(parsed, [wrapped[k].shape for k in names], names)
         dtype = first.dtype
+        user_ops = ops
         ops = tuple(Operator.OP_CONJ if (o == Operator.OP_CONJ) != wrapped[k].conj
                     else Operator.OP_IDENTITY for k, o in zip(names, ops))
         for k, o in zip(names, ops):
@@ -122,6 +125,7 @@ class _Contraction(StatefulObject):
             resolve_stream(stream, package=first.package,
                            device_id=getattr(space, "device_id", 0) or 0)
         self._problem = self._specify(wrapped, bound, dtype, compute, ops, space)
+        self._problem.user_ops = user_ops
         self._ops = wrapped
         self._released = False
         self._plan_preference = ContractionPlanPreference(self)
@@ -186,6 +190,7 @@ class _Contraction(StatefulObject):
             layout = ("natural" if addend is not None else
                       "optimized" if self._n == 2 else "C")
         perm = result_perm(layout, bound, addend)
+        resolved = layout
         views = [operand_view(t, wrapped[k].shape, wrapped[k].strides)
                  for t, k in zip(bound.terms, names)]
         host = wrapped["a"].device == "cpu"
@@ -198,7 +203,7 @@ class _Contraction(StatefulObject):
                     host=host, signature={k: (o.dtype, o.shape, o.strides)
                                                 for k, o in wrapped.items()},
                     conj_bits={k: o.conj for k, o in wrapped.items()},
-                    space=space)
+                    space=space, layout=resolved)
         if not p.cpu:
             self._gpu_layouts(p, wrapped, host)
         return p
@@ -295,6 +300,7 @@ class _Contraction(StatefulObject):
         self._require_valid("plan")
         from ._run import build_run
 
+        self._drop_route()
         if self._engine is not None:
             prefs = self._plan_preference.values()
             self._engine.plan(prefs)
@@ -351,9 +357,25 @@ class _Contraction(StatefulObject):
         if self._engine is None:
             self.plan(stream=stream)
             return
+        if self._released:
+            raise InvalidOperandError("autotune() needs operands: call reset_operands() after "
+                                      "release_operands()")
         from ._run import tune
 
-        tune(self, iterations, None if stream is None else self._resolve_stream(stream))
+        s = None if stream is None else self._resolve_stream(stream)
+        self._drop_route()
+        tune(self, iterations, s)
+        if self._n == 3:
+            from ._pairwise import choose
+
+            self._route = choose(self, s)
+            if self._route is not None:
+                self._run = self._route.run
+
+    def _drop_route(self) -> None:
+        route, self._route = self._route, None
+        if route is not None:
+            route.free()
 
     def _resolve_stream(self, stream) -> int:
         return resolve_stream(stream, package=self._problem.package,
@@ -408,6 +430,8 @@ class _Contraction(StatefulObject):
             self._check_out(tmp["out"], p.out_shape, p.dtype, tmp, p.names, tmp.get(p.addend))
         self._ops = new
         self._released = False
+        if self._route is not None:
+            self._route.rebind(new)
 
     def release_operands(self):
         """Drop this object's references to the operands (reset them before executing)."""
@@ -416,6 +440,8 @@ class _Contraction(StatefulObject):
             self._engine.res.mark()
         self._released = True
         self._ops = None
+        if self._route is not None:
+            self._route.release()
 
     def _unchecked(self, given: dict) -> None:
         new = dict(self._ops or {})
@@ -424,8 +450,11 @@ class _Contraction(StatefulObject):
                 new[k] = wrap_operand(x, k)
         self._ops = new
         self._released = False
+        if self._route is not None:
+            self._route.rebind(new)
 
     def _release(self) -> None:
+        self._drop_route()
         eng, self._engine, self._run, self._ops = self._engine, None, None, None
         if eng is not None:
             eng.free()
