@@ -346,7 +346,9 @@ class _Contraction(StatefulObject):
 
         ``iterations`` kernels are timed (default: the plan preference's
         ``incremental_count``, else 4), each run writing a scratch result (the operands and
-        ``out`` are not changed). On the CPU there is nothing to tune: the call only plans.
+        ``out`` are not changed). A ternary contraction of device operands (32/64-bit data,
+        no ``out``) then also times two binary contractions against the fused one and keeps
+        the faster. On the CPU there is nothing to tune: the call only plans.
         """
         self._require_valid("autotune")
         pref = self._plan_preference
