@@ -5,9 +5,10 @@ The suite (:data:`SUITE`): matrix-like, transpose-heavy, batched, high-order ten
 mixed-precision (half-precision data, float32 compute) contractions. For each, cuweave's planned
 :class:`~cuweave.tensor.BinaryContraction` (autotuned) and its function form are timed with CUDA
 events against the peers, interleaved; the speedup is over the best peer (target >= 1.0, the
-geometric mean >= 1.1). Then a ternary contraction against two binary ``torch.einsum`` calls
-(target >= 1.0), and the function form's host µs/call on a small contraction against
-``torch.einsum``'s (target: at most 1.25x).
+geometric mean >= 1.1). A row "cuweave JIT" (``plan_preference.jit``: a kernel compiled for the
+contraction) is reported beside it, not counted in the targets. Then a ternary contraction
+against two binary ``torch.einsum`` calls (target >= 1.0), and the function form's host
+µs/call on a small contraction against ``torch.einsum``'s (target: at most 1.25x).
 
 CuPy is imported with ``CUPY_ACCELERATORS=cub,cutensor`` (set here unless the environment sets
 it) so that ``cupy.einsum`` takes its own cuTENSOR path where CuPy finds libcutensor; the
@@ -100,7 +101,7 @@ def _peers(torch, cp, nvmath, expr, xs):
 
 
 def suite(res, torch, cp, nvmath, quick):
-    from cuweave.tensor import BinaryContraction, binary_contraction
+    from cuweave.tensor import BinaryContraction, ContractionJitMode, binary_contraction
 
     ratios = []
     iters = 5 if quick else 20
@@ -111,6 +112,15 @@ def suite(res, torch, cp, nvmath, quick):
         impls = {"cuweave": obj.execute,
                  "cuweave function form": lambda e=expr, a=xs[0], b=xs[1]:
                  binary_contraction(e, a, b)}
+        jit = None
+        if not quick:  # cuTENSOR's JIT: a kernel compiled for this contraction at plan time
+            try:
+                jit = BinaryContraction(expr, *xs)
+                jit.plan_preference.jit = ContractionJitMode.DEFAULT
+                jit.plan()
+                impls["cuweave JIT"] = jit.execute
+            except Exception as e:  # noqa: BLE001 - reported, the other rows stand
+                print(f"   cuweave JIT: {type(e).__name__}: {e}")
         impls.update(_peers(torch, cp, nvmath, expr, xs))
         times = gpu_times_interleaved(impls, iters=iters)
         fl = flops(expr, extents)
@@ -123,6 +133,10 @@ def suite(res, torch, cp, nvmath, quick):
         ratios.append(ratio)
         res.add(case=name, impl=f"cuweave vs best peer ({best})", metric="speedup",
                 value=ratio, unit="x", target=1.0)
+        if "cuweave JIT" in times:
+            res.add(case=name, impl=f"cuweave JIT vs best peer ({best})", metric="speedup",
+                    value=peers[best] / times["cuweave JIT"], unit="x")
+            jit.free()
         obj.free()
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
