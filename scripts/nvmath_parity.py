@@ -228,10 +228,34 @@ def matmul_cases():
     return cases
 
 
+_CUDA_TYPE = {"float32": "CUDA_R_32F", "bfloat16": "CUDA_R_16BF", "float16": "CUDA_R_16F",
+              "float8_e4m3fn": "CUDA_R_8F_E4M3", "float8_e5m2": "CUDA_R_8F_E5M2"}
+
+
+def _typed(kw: dict, top, epilogs) -> dict:
+    """``kw`` with the spellings nvmath-python requires: epilogs as ``MatmulEpilog`` members
+    and result/aux types as ``CudaDataType`` members (of ``top``, nvmath's or cuweave's)."""
+    kw = dict(kw)
+
+    def cuda_type(dt):
+        return getattr(top.CudaDataType, _CUDA_TYPE[str(dt).replace("torch.", "")])
+
+    if isinstance(kw.get("epilog"), str):
+        kw["epilog"] = epilogs.MatmulEpilog[kw["epilog"]]
+    if kw.get("options", {}).get("result_type") is not None:
+        kw["options"] = {**kw["options"], "result_type": cuda_type(kw["options"]["result_type"])}
+    aux = kw.get("preferences", {}).get("epilog", {}).get("aux_type")
+    if aux is not None:
+        kw["preferences"] = {**kw["preferences"], "epilog": {"aux_type": cuda_type(aux)}}
+    return kw
+
+
 def run_matmul(out_dir):
+    import nvmath
     import nvmath.linalg.advanced as nla
     import torch
 
+    import cuweave
     import cuweave.linalg.advanced as cla
 
     rows = []
@@ -242,9 +266,9 @@ def run_matmul(out_dir):
             rows.append({"group": group, "case": name, "category": "build failed",
                          "detail": repr(exc)[:200]})
             continue
-        nv = outcome(nla.matmul, *args, **kw)
+        nv = outcome(nla.matmul, *args, **_typed(kw, nvmath, nla))
         torch.cuda.synchronize()
-        cu = outcome(cla.matmul, *args, **kw)
+        cu = outcome(cla.matmul, *args, **_typed(kw, cuweave, cla))
         torch.cuda.synchronize()
         category, detail = compare(nv, cu, TOL.get(tol, 1e-4))
         rows.append({"group": group, "case": name, "category": category, "detail": detail,
