@@ -1,0 +1,278 @@
+"""Every public name of cuweave has a numpydoc docstring that documents its parameters.
+
+Public means: every module under ``src/cuweave`` whose dotted path has no part starting with
+``_`` (found on disk, so new engines are covered the day they land), each name of its
+``__all__`` (else the classes and functions it defines), and for a class its public methods,
+properties, class and static methods (inherited ones too, when a cuweave class defines them).
+A function or method documents each of its parameters (``*args`` as ``*args``) in a numpydoc
+``Parameters`` (or ``Other Parameters``) section; a class documents its constructor's
+parameters in its own docstring or its ``__init__``'s (``Attributes`` counts, as for
+dataclass fields). Enum members, constants and parameters whose name starts with ``_`` are
+exempt.
+
+``KNOWN_GAPS`` lists the gaps in code that another helper is redesigning now (the matmul and
+FFT engines and ``cuweave._internal``); they are cleared there, and the list with them: an
+entry that is no longer a gap fails ``test_known_gaps_are_still_gaps`` so that it is deleted.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Gaps in code not edited by the documentation work (another helper is redesigning
+# src/cuweave/linalg/advanced, src/cuweave/fft and src/cuweave/_internal at the same time).
+# The lead clears these after merging that work: delete an entry once its docstring is
+# complete. Each entry is "<where it is defined>" or "<where>: <parameters left out>".
+KNOWN_GAPS = {
+    # src/cuweave/_internal (re-exported by cuweave, cuweave.memory and the engines)
+    "cuweave._internal.memory.BaseCUDAMemoryManager.memalloc",
+    "cuweave._internal.memory.BaseCUDAMemoryManagerAsync.memalloc_async",
+    "cuweave._internal.options.ExecutionCPU.threads",
+    "cuweave._internal.options.ExecutionCUDA: device_id, name",
+    "cuweave._internal.options.ExecutionCPU: num_threads, name",
+    "cuweave._internal.errors.UnsupportedLayoutError: message, permutation",
+    "cuweave._internal.errors.LibraryNotFoundError: library, extra, detail",
+    "cuweave._internal.errors.CublasLtError: status, function, hint",
+    "cuweave._internal.errors.CufftError: status, function, hint",
+    "cuweave._internal.errors.NcclError: status, function, hint",
+    "cuweave._internal.lifecycle.StatefulObject.is_freed",
+    # src/cuweave/fft
+    "cuweave.fft.fft.FFT.workspace_size",
+    "cuweave.fft.fft.FFT.create_key: operand, axes, options, execution, prolog, epilog",
+    "cuweave.fft.fft.FFT.execute: direction, stream, release_workspace",
+    "cuweave.fft.fft.FFT.get_key: prolog, epilog",
+    "cuweave.fft.fft.FFT.plan: prolog, epilog, stream, direction, norm",
+    "cuweave.fft.fft.FFT.reset_operand: operand, stream",
+    "cuweave.fft.fft.FFT.reset_operand_unchecked: operand, stream",
+    "cuweave.fft.fft.ifft: operand, axes, direction, options, execution, prolog, epilog, stream, "
+    "norm",
+    "cuweave.fft.fft.rfft: operand, axes, options, execution, prolog, epilog, stream, norm",
+    "cuweave.fft.fft.irfft: operand, axes, options, execution, prolog, epilog, stream, norm",
+    "cuweave.fft._callbacks.compile_epilog: epilog_fn, element_dtype, user_info_dtype, "
+    "compute_capability",
+    "cuweave.fft._numpy_api.fft2: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.ifft2: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.ifftn: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.rfft2: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.irfft2: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.rfftn: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.irfftn: a, s, axes, norm, out, execution",
+    "cuweave.fft._numpy_api.hfft: a, n, axis, norm, out, execution",
+    "cuweave.fft._numpy_api.ihfft: a, n, axis, norm, out, execution",
+    "cuweave.fft.scipy_backend.__ua_function__: method, args, kwargs",
+    # src/cuweave/linalg/advanced
+    "cuweave.linalg.advanced._algorithm.Algorithm.algorithm_id",
+    "cuweave.linalg.advanced._algorithm.Algorithm.capabilities",
+    "cuweave.linalg.advanced._algorithm.Algorithm.cpu",
+    "cuweave.linalg.advanced._algorithm.Algorithm.from_heuristic",
+    "cuweave.linalg.advanced._algorithm.Algorithm.is_cpu",
+    "cuweave.linalg.advanced._algorithm.Algorithm: data, workspace_size, waves_count",
+    "cuweave.linalg.advanced.matmul.Matmul.algorithms",
+    "cuweave.linalg.advanced.matmul.Matmul.alpha",
+    "cuweave.linalg.advanced.matmul.Matmul.beta",
+    "cuweave.linalg.advanced.matmul.Matmul.applicable_algorithm_ids: limit",
+    "cuweave.linalg.advanced.matmul.Matmul.autotune: iterations, prune, release_workspace, "
+    "stream",
+    "cuweave.linalg.advanced.matmul.Matmul.execute: algorithm, release_workspace, stream",
+    "cuweave.linalg.advanced.matmul.Matmul.plan: preferences, algorithms, epilog, "
+    "epilog_inputs, stream",
+    "cuweave.linalg.advanced.matmul.Matmul.reset_operands: a, b, c, alpha, beta, "
+    "quantization_scales, epilog_inputs, stream",
+    "cuweave.linalg.advanced.matmul.Matmul.reset_operands_unchecked: a, b, c, alpha, beta, "
+    "quantization_scales, epilog_inputs, stream",
+    "cuweave.linalg.advanced._options.MatmulEpilogPreferences: aux_type, aux_amax",
+    "cuweave.linalg.advanced._options.MatmulQuantizationScales: a, b, c, d",
+    "cuweave.linalg.advanced._autotune_cache.enable_autotune_cache: path",
+    "cuweave.linalg.advanced.helpers.matmul.create_mxfp8_scale: x, exponent, stream",
+    "cuweave.linalg.advanced.helpers.matmul.invert_mxfp8_scale: mx_scales",
+    "cuweave.linalg.advanced.helpers.matmul.apply_mxfp8_scale: x, scales_1d, output_dtype",
+    "cuweave.linalg.advanced.helpers.matmul.unpack_fp4: fp4_tensor, axis",
+    "cuweave.linalg.advanced.helpers.matmul.quantize_to_fp4: x, axis",
+    "cuweave.linalg.advanced.helpers.matmul.to_block_scale: scale_tensor, operand_or_shape, "
+    "block_scaling_format, axis, out",
+    "cuweave.linalg.advanced.helpers.matmul.expand_block_scale: scales_1d, operand_or_shape, "
+    "block_scaling_format, axis, output_dtype, device",
+}
+
+# Packages a public module may need that an install without every extra lacks.
+_OPTIONAL = ("torch", "numba", "numba_cuda", "cupy", "mpi4py", "jax", "cuda", "nvmath")
+
+
+def public_modules() -> list[str]:
+    """Dotted names of cuweave's public modules, found on disk (nothing is imported)."""
+    root = SRC / "cuweave"
+    names = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if "__pycache__" in parts or any(p.startswith("_") for p in parts[1:]):
+            continue
+        names.append(".".join(parts))
+    return names
+
+
+def _sections(doc: str) -> dict[str, list[str]]:
+    """numpydoc sections of a cleaned docstring: title -> its lines."""
+    lines, out, current = doc.splitlines(), {}, None
+    for i, line in enumerate(lines):
+        underline = i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip())
+        if underline and line.strip() and not line[0].isspace():
+            current = line.strip()
+            out[current] = []
+        elif current is not None and not re.fullmatch(r"-{3,}", line.strip()):
+            out[current].append(line)
+    return out
+
+
+def documented_parameters(doc: str, titles=("Parameters", "Other Parameters")) -> set[str]:
+    """Names listed in the given sections (``a, b : int`` lists two; ``*args`` is ``args``)."""
+    names = set()
+    sections = _sections(doc)
+    for title in titles:
+        for line in sections.get(title, ()):
+            if line and not line[0].isspace():
+                for name in line.split(" :")[0].split(","):
+                    names.add(name.strip().lstrip("*"))
+    return names
+
+
+def _parameters(fn, skip_first: bool) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins and some numba objects have no signature
+        return []
+    if skip_first and params:
+        params = params[1:]
+    return [p.name for p in params if not p.name.startswith("_")]
+
+
+def _ours(obj) -> bool:
+    return (getattr(obj, "__module__", None) or "").startswith("cuweave")
+
+
+class _Audit:
+    def __init__(self):
+        self.gaps: list[str] = []
+
+    def callable(self, label, fn, skip_first, doc=None, titles=("Parameters",
+                                                                 "Other Parameters")):
+        doc = inspect.getdoc(fn) if doc is None else doc
+        if not doc:
+            self.gaps.append(label)
+            return
+        have = documented_parameters(doc, titles)
+        lacking = [p for p in _parameters(fn, skip_first) if p not in have]
+        if lacking:
+            self.gaps.append(f"{label}: {', '.join(lacking)}")
+
+    def cls(self, obj):
+        label = f"{obj.__module__}.{obj.__qualname__}"
+        if not obj.__doc__ or not inspect.getdoc(obj):
+            self.gaps.append(label)
+            return
+        if issubclass(obj, enum.Enum):  # members carry the library's values, no parameters
+            return
+        init_owner = next((c for c in obj.__mro__ if "__init__" in c.__dict__), object)
+        if _ours(init_owner):
+            doc = inspect.getdoc(obj) + "\n" + (inspect.getdoc(obj.__init__) or "")
+            self.callable(label, obj.__init__, True, doc,
+                          ("Parameters", "Other Parameters", "Attributes"))
+        for name in dir(obj):
+            if name.startswith("_"):
+                continue
+            owner = next((c for c in obj.__mro__ if name in c.__dict__), None)
+            if owner is None or not _ours(owner):
+                continue
+            raw = owner.__dict__[name]
+            where = f"{owner.__module__}.{owner.__qualname__}.{name}"
+            if isinstance(raw, property):
+                if not raw.__doc__:
+                    self.gaps.append(where)
+            elif isinstance(raw, classmethod | staticmethod):
+                self.callable(where, raw.__func__, isinstance(raw, classmethod))
+            elif inspect.isfunction(raw):
+                self.callable(where, raw, True)
+
+    def module(self, module):
+        if not (module.__doc__ or "").strip():
+            self.gaps.append(module.__name__)
+        names = getattr(module, "__all__", None)
+        if names is None:
+            names = [n for n, v in vars(module).items() if not n.startswith("_")
+                     and getattr(v, "__module__", None) == module.__name__
+                     and (inspect.isclass(v) or inspect.isfunction(v))]
+        for name in names:
+            obj = getattr(module, name)
+            if inspect.ismodule(obj) or not _ours(obj):
+                continue
+            if inspect.isclass(obj):
+                self.cls(obj)
+            elif inspect.isfunction(obj):
+                self.callable(f"{obj.__module__}.{obj.__qualname__}", obj, False)
+
+
+def _import(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:  # an optional package of an extra that is not installed
+        missing = (getattr(e, "name", None) or "").split(".")[0]
+        if missing in _OPTIONAL:
+            pytest.skip(f"{name} needs {missing}, not installed here")
+        raise
+
+
+def test_public_modules_are_found():
+    names = public_modules()
+    assert {"cuweave", "cuweave.fft", "cuweave.linalg.advanced", "cuweave.memory",
+            "cuweave.device", "cuweave.torch", "cuweave.distributed"} <= set(names)
+    assert not any(part.startswith("_") for n in names for part in n.split(".")[1:])
+
+
+@pytest.mark.parametrize("name", public_modules())
+def test_public_names_have_numpydoc_docstrings(name):
+    audit = _Audit()
+    audit.module(_import(name))
+    new = sorted(set(audit.gaps) - KNOWN_GAPS)
+    assert not new, ("public names without a numpydoc docstring, or with parameters their "
+                     "docstring does not list:\n  " + "\n  ".join(new))
+
+
+def test_known_gaps_are_still_gaps():
+    audit = _Audit()
+    for name in public_modules():
+        try:
+            audit.module(importlib.import_module(name))
+        except ImportError:
+            pytest.skip(f"{name} cannot be imported here: the list cannot be checked whole")
+    stale = sorted(KNOWN_GAPS - set(audit.gaps))
+    assert not stale, ("documented now (or renamed): delete these from KNOWN_GAPS in "
+                       "tests/test_docstrings.py:\n  " + "\n  ".join(stale))
+
+
+def test_the_checker_sees_a_missing_parameter():
+    def documented(a, b, *args, **kwargs):
+        """Do something.
+
+        Parameters
+        ----------
+        a, b : int
+            Two numbers.
+        *args
+            More.
+        """
+
+    audit = _Audit()
+    audit.callable("f", documented, False)
+    assert audit.gaps == ["f: kwargs"]
+    audit = _Audit()
+    audit.callable("g", lambda x: x, False)
+    assert audit.gaps == ["g"]
