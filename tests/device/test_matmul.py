@@ -304,6 +304,7 @@ def _nvjitlink(ir, linked, ptx):
     return out, symbols
 
 
+@pytest.mark.slow  # libmathdx's code generation and the link peak near 1.5 GB in the process
 def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):
     from numba import cuda
     from numba.cuda import types
@@ -419,6 +420,7 @@ def test_runtime_leading_dimension_and_literal_dims_in_kernels(mathdx, link_sm90
     assert re.search(r"ld\.param\.u32\s+%r\d+, \[\S+_param_15\]", ptx)
 
 
+@pytest.mark.slow  # one libmathdx compilation of five functions and the link: 2 GB, 25 s
 def test_tensor_functions_inline_and_generate_in_one_compilation(mathdx, link_sm90,
                                                                  monkeypatch):
     """A kernel's tensor device functions are generated in one libmathdx compilation when it
