@@ -10,7 +10,6 @@ Build: ``scripts/build-docs.sh`` (warnings, broken references included, are erro
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -66,7 +65,9 @@ nitpick_ignore = [
 
 
 def public_modules() -> list[str]:
-    """Dotted names of the public modules (the rule of tests/test_docstrings.py)."""
+    """Dotted names of cuweave's public modules, found on disk (nothing is imported): every
+    module whose dotted path has no part starting with ``_``. tests/test_docstrings.py checks
+    the docstrings of the same modules (it imports this function)."""
     names = []
     src = ROOT / "src"
     for path in sorted((src / "cuweave").rglob("*.py")):
@@ -227,10 +228,11 @@ def _resolve_alias(app, env, node, contnode):
     return None
 
 
+def _generate(app) -> None:
+    _api_pages()
+    _benchmark_page()
+
+
 def setup(app):
+    app.connect("builder-inited", _generate)  # before Sphinx looks for the pages
     app.connect("missing-reference", _resolve_alias)
-
-
-_api_pages()
-_benchmark_page()
-os.environ.setdefault("CUWEAVE_LOG_LEVEL", "WARNING")

@@ -90,7 +90,7 @@ def _fft_round_trip(rng, execution, say) -> float:
     import scipy.fft
 
     import cuweave.fft as cfft
-    from cuweave._internal.options import ExecutionCPU
+    from cuweave import ExecutionCPU
 
     x = (rng.standard_normal((64, 4096)) + 1j * rng.standard_normal((64, 4096))).astype(
         np.complex64)
