@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 MODULES = ["cuweave.linalg", "cuweave.linalg.generic", "cuweave.linalg.generic._qualifiers",
-           "cuweave.linalg.generic.matmul",
+           "cuweave.linalg.generic.matmul", "cuweave.linalg.generic.solver",
            "cuweave._bindings.host_blas"]
 
 

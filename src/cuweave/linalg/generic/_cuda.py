@@ -17,11 +17,15 @@ import threading
 
 import numpy as np
 
-from ..._bindings import cublas
+from ..._bindings import cublas, cusolver
+from ..._bindings.library_types import CudaDataType
 from ..._internal import cuda
 from ..._internal.memory import allocate
 
-__all__ = ["CudaBackend", "cublas_handle", "upload", "download"]
+__all__ = ["CudaBackend", "cublas_handle", "cusolver_handle", "upload", "download"]
+
+_DATA_TYPE = {"float32": CudaDataType.CUDA_R_32F, "float64": CudaDataType.CUDA_R_64F,
+              "complex64": CudaDataType.CUDA_C_32F, "complex128": CudaDataType.CUDA_C_64F}
 
 _SCALAR = {"float32": ctypes.c_float, "float64": ctypes.c_double,
            "complex64": ctypes.c_float * 2, "complex128": ctypes.c_double * 2}
@@ -41,7 +45,139 @@ def cublas_handle(device_id: int) -> int:
     return h
 
 
-class CudaBackend:
+def cusolver_handle(device_id: int) -> tuple[int, int]:
+    """This thread's cuSOLVER-Dn handle and params object on ``device_id`` (made once)."""
+    handles = getattr(_tls, "solvers", None)
+    if handles is None:
+        handles = _tls.solvers = {}
+    h = handles.get(device_id)
+    if h is None:
+        cuda.set_device(device_id)
+        h = handles[device_id] = (cusolver.create(), cusolver.create_params())
+    return h
+
+
+def _ptrs(be, name, base, offsets, state):
+    """Upload the pointers ``base + offsets`` (elements) into the state's device array."""
+    host = (np.asarray(offsets, np.int64) * be.itemsize + base).astype(np.uint64)
+    dev = state[name]
+    cuda.memcpy_async(dev.device_ptr, host.ctypes.data, host.nbytes, be.stream)
+    be.keep.append(host)
+    return dev.device_ptr
+
+
+class _SolverPrimitives:
+    """The direct solver's primitives of :class:`CudaBackend` (cuSOLVER-Dn for one system,
+    cuBLAS / cuSOLVER batched routines for batches)."""
+
+    def alloc_bytes(self, nbytes):
+        return allocate(max(int(nbytes), 1), package=self.package, device_id=self.device_id,
+                        stream=self.stream, allocator=self.allocator)
+
+    def copy(self, dst, src, nbytes):
+        cuda.memcpy_async(dst, src, nbytes, self.stream)
+
+    def solver_state(self, kind, n, count, handle=None):
+        st = {"count": count, "n": n}
+        if count == 1:
+            h, params = cusolver_handle(self.device_id)
+            st["handle"], st["params"] = (handle or h), params
+            st["piv"] = self.alloc_bytes(8 * max(n, 1))
+            st["info"] = self.alloc_bytes(4)
+        else:
+            st["handle"] = self.handle
+            st["piv"] = self.alloc_bytes(4 * max(n, 1) * count)
+            st["info"] = self.alloc_bytes(4 * count)
+            st["aptrs"] = self.alloc_bytes(8 * count)
+            st["bptrs"] = self.alloc_bytes(8 * count)
+        return st
+
+    def _workspace(self, st, query, *args):
+        dsize, hsize = ctypes.c_size_t(), ctypes.c_size_t()
+        cusolver.call(query, st["handle"], st["params"], *args, ctypes.byref(dsize),
+                      ctypes.byref(hsize))
+        dws = self.alloc_bytes(dsize.value)
+        hws = np.empty(max(hsize.value, 1), np.uint8)
+        self.keep += [dws, hws]
+        return dws.device_ptr, dsize.value, hws.ctypes.data, hsize.value
+
+    def lu_factor(self, n, a, offsets, lda, st):
+        dt = int(_DATA_TYPE[self.dtype])
+        if st["count"] == 1:
+            p = a + int(offsets[0]) * self.itemsize
+            cusolver.set_stream(st["handle"], self.stream)
+            ws = self._workspace(st, "cusolverDnXgetrf_bufferSize", n, n, dt, p, max(lda, 1),
+                                 dt)
+            cusolver.call("cusolverDnXgetrf", st["handle"], st["params"], n, n, dt, p,
+                          max(lda, 1), st["piv"].device_ptr, dt, *ws, st["info"].device_ptr)
+            return
+        ptrs = _ptrs(self, "aptrs", a, offsets, st)
+        cublas.call(self._name("cublas{t}getrfBatched"), st["handle"], n, ptrs, max(lda, 1),
+                    st["piv"].device_ptr, st["info"].device_ptr, st["count"])
+
+    def lu_solve(self, trans, n, nrhs, a, offsets, lda, st, b, boffsets, ldb):
+        dt = int(_DATA_TYPE[self.dtype])
+        if st["count"] == 1:
+            cusolver.set_stream(st["handle"], self.stream)
+            info = self.alloc_bytes(4)
+            self.keep.append(info)
+            cusolver.call("cusolverDnXgetrs", st["handle"], st["params"], int(trans), n, nrhs,
+                          dt, a + int(offsets[0]) * self.itemsize, max(lda, 1),
+                          st["piv"].device_ptr, dt, b + int(boffsets[0]) * self.itemsize,
+                          max(ldb, 1), info.device_ptr)
+            return
+        aptrs = _ptrs(self, "aptrs", a, offsets, st)
+        bptrs = _ptrs(self, "bptrs", b, boffsets, st)
+        info = ctypes.c_int()
+        cublas.call(self._name("cublas{t}getrsBatched"), st["handle"], int(trans), n, nrhs,
+                    aptrs, max(lda, 1), st["piv"].device_ptr, bptrs, max(ldb, 1),
+                    ctypes.addressof(info), st["count"])
+
+    def cholesky_factor(self, uplo, n, a, offsets, lda, st):
+        dt = int(_DATA_TYPE[self.dtype])
+        if st["count"] == 1:
+            p = a + int(offsets[0]) * self.itemsize
+            cusolver.set_stream(st["handle"], self.stream)
+            ws = self._workspace(st, "cusolverDnXpotrf_bufferSize", int(uplo), n, dt, p,
+                                 max(lda, 1), dt)
+            cusolver.call("cusolverDnXpotrf", st["handle"], st["params"], int(uplo), n, dt, p,
+                          max(lda, 1), dt, *ws, st["info"].device_ptr)
+            return
+        h, _ = cusolver_handle(self.device_id)
+        cusolver.set_stream(h, self.stream)
+        ptrs = _ptrs(self, "aptrs", a, offsets, st)
+        cusolver.call(f"cusolverDn{cublas.PREFIX[self.dtype]}potrfBatched", h, int(uplo), n,
+                      ptrs, max(lda, 1), st["info"].device_ptr, st["count"])
+
+    def cholesky_solve(self, uplo, n, nrhs, a, offsets, lda, st, b, boffsets, ldb):
+        dt = int(_DATA_TYPE[self.dtype])
+        if st["count"] == 1:
+            cusolver.set_stream(st["handle"], self.stream)
+            info = self.alloc_bytes(4)
+            self.keep.append(info)
+            cusolver.call("cusolverDnXpotrs", st["handle"], st["params"], int(uplo), n, nrhs,
+                          dt, a + int(offsets[0]) * self.itemsize, max(lda, 1), dt,
+                          b + int(boffsets[0]) * self.itemsize, max(ldb, 1), info.device_ptr)
+            return
+        # A = L L^H (lower) or U^H U (upper): two batched triangular solves
+        aptrs = _ptrs(self, "aptrs", a, offsets, st)
+        bptrs = _ptrs(self, "bptrs", b, boffsets, st)
+        one = self.scalar(1)
+        steps = (0, 2) if int(uplo) == 0 else (2, 0)  # op N then C, or C then N
+        for op in steps:
+            cublas.call(self._name("cublas{t}trsmBatched"), st["handle"], 0, int(uplo), op, 0,
+                        n, nrhs, ctypes.addressof(one), aptrs, max(lda, 1), bptrs,
+                        max(ldb, 1), st["count"])
+
+    def read_info(self, st):
+        count = st["count"]
+        host = np.empty(count, np.int32)
+        cuda.memcpy_async(host.ctypes.data, st["info"].device_ptr, 4 * count, self.stream)
+        cuda.synchronize(self.stream)
+        return host
+
+
+class CudaBackend(_SolverPrimitives):
     """cuBLAS primitives for one dtype on ``device_id``, queued on ``stream``."""
 
     def __init__(self, dtype: str, device_id: int, stream: int, package=None,
@@ -79,7 +215,7 @@ class CudaBackend:
         self.keep.append(mem)
         return mem.device_ptr
 
-    def for_batch(self, count: int, body) -> None:
+    def for_batch(self, count: int, body, work: int = 0) -> None:
         for i in range(count):
             body(i)
 

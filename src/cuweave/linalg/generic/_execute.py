@@ -62,7 +62,7 @@ def materialize(mat: Matrix, base: int, be):
             be.geam(op, op, mc, mr, 1, src + int(uniq[j]) * isz, ld, 0,
                     src + int(uniq[j]) * isz, ld, dst + j * size * isz, max(mc, 1))
 
-        be.for_batch(len(uniq), copy)
+        be.for_batch(len(uniq), copy, work=mr * mc)
         ptr, offsets = dst, inverse.reshape(-1).astype(np.int64) * size
     return ptr, offsets
 
@@ -92,7 +92,7 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
             elif not plan.inplace or beta != 1:
                 src = pc + int(off_c[i]) * isz
                 be.geam(plan.c_op, plan.c_op, m, n, beta, src, ldc_in, 0, src, ldc_in, r, ldr)
-        be.for_batch(plan.count, empty)
+        be.for_batch(plan.count, empty, work=m * n)
         return
     kind = plan.kind
     add_c = c is not None and not plan.inplace
@@ -120,7 +120,7 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
             else:
                 getattr(be, kind)(plan.side, plan.uplo, m, n, alpha, f, plan.first.ld, s,
                                   plan.second.ld, b, r, ldr)
-        be.for_batch(plan.count, body)
+        be.for_batch(plan.count, body, work=2 * m * n * k)
         return
     # trmm / dgmm: the routine writes a matrix, beta * c is added after
     scratch = be.alloc(m * n) if (plan.inplace and c is not None) else None
@@ -149,4 +149,4 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
         for i in range(plan.count):  # one scratch matrix: in order
             body2(i)
     else:
-        be.for_batch(plan.count, body2)
+        be.for_batch(plan.count, body2, work=m * n * k)
