@@ -45,9 +45,10 @@ class DeviceView:
 
 
 def to_host(x) -> np.ndarray:
-    """A result of the fake GPU (a DeviceArray or a DeviceView) as a NumPy view."""
+    """A copy of a result of the fake GPU (a DeviceArray or a DeviceView) in NumPy (a copy:
+    the result's memory goes when ``x`` does)."""
     if isinstance(x, DeviceView):
-        return x.arr
+        return x.arr.copy()
     cai = x.__cuda_array_interface__
     dtype = np.dtype(cai["typestr"])
     shape = tuple(cai["shape"])
@@ -55,7 +56,7 @@ def to_host(x) -> np.ndarray:
         int(np.prod(shape[i + 1:], dtype=np.int64)) * dtype.itemsize for i in range(len(shape)))
     span = sum((n - 1) * s for n, s in zip(shape, strides)) + dtype.itemsize if all(shape) else 1
     buf = (ctypes.c_char * max(span, 1)).from_address(cai["data"][0])
-    return np.ndarray(shape, dtype, buffer=buf, strides=strides)
+    return np.ndarray(shape, dtype, buffer=buf, strides=strides).copy()
 
 
 def _obj(p):
