@@ -24,8 +24,8 @@ __all__ = ["routine", "call", "NARGS"]
 
 #: routine (without its type letter) -> number of arguments (all pointers)
 NARGS = {"gemm": 13, "symm": 12, "hemm": 12, "trmm": 11, "getrf": 6, "getrs": 9, "potrf": 5,
-         "potrs": 8, "trsm": 11}
-_LAPACK = ("getrf", "getrs", "potrf", "potrs")
+         "potrs": 8, "trsm": 11, "gesv": 8, "posv": 8}
+_LAPACK = ("getrf", "getrs", "potrf", "potrs", "gesv", "posv")
 
 _api = ctypes.pythonapi
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p

@@ -123,24 +123,29 @@ class CpuBackend:
         """``body(i)`` for every ``i < count``: one BLAS call with the library's threads (one
         thread when a call does fewer than :attr:`SMALL_WORK` flops, ``work``), or the batch
         split over threads with one BLAS thread each."""
+
+        def chunk(idx):
+            for i in idx:
+                body(i)
+
+        self.for_chunks(count, chunk, work)
+
+    def for_chunks(self, count: int, chunk, work: int = 1 << 62) -> None:
+        """``chunk(indices)`` over ``range(count)``, split over threads as :meth:`for_batch`
+        says (each thread one chunk of consecutive indices)."""
         workers = min(cpu_workers(self.num_threads), count)
         if workers > 1 and count * work < self.SMALL_WORK * 4:
             workers = 1  # a small batch: threads would cost more than they bring
         if workers <= 1:
             threads = 1 if work < self.SMALL_WORK else self.num_threads
             with blas_threads(threads):
-                for i in range(count):
-                    body(i)
+                chunk(range(count))
             return
-        chunks = np.array_split(np.arange(count), workers)
-
-        def run(idx):
-            for i in idx:
-                body(int(i))
-
+        bounds = np.linspace(0, count, workers + 1).astype(int)
+        parts = [range(bounds[j], bounds[j + 1]) for j in range(workers)]
         with blas_threads(1):
-            futures = [_pool().submit(run, c) for c in chunks[1:]]
-            run(chunks[0])
+            futures = [_pool().submit(chunk, p) for p in parts[1:]]
+            chunk(parts[0])
             for f in futures:
                 f.result()
 
@@ -204,49 +209,100 @@ class CpuBackend:
     def copy(self, dst: int, src: int, nbytes: int) -> None:
         ctypes.memmove(dst, src, nbytes)
 
-    def lu_factor(self, n, a, offsets, lda, state) -> None:
-        """LU factorizations with partial pivoting (``getrf``) of the matrices at
-        ``a + offsets``; pivots and ``info`` (one per matrix) go to ``state``."""
-        piv, info, fn, isz = state["piv"], state["info"], self.letter + "getrf", self.itemsize
+    def _loop(self, name, args: list, info=None, work: int = 1 << 62, pre=None) -> None:
+        """Call Fortran routine ``name`` once per matrix of a batch (``name``/``args`` may be
+        lists: several routines called one after the other per matrix). ``args``: its
+        arguments (``bytes``/``int`` made into ``char``/``int`` once; a NumPy array of
+        addresses varies per call; the last argument is LAPACK's ``info``, of the first
+        routine written to ``info[i]`` when given). The constant arguments are built once:
+        per call, only the addresses change. ``pre``: ``(destinations, sources, nbytes)``, a
+        copy made right before each matrix's calls (it is then in cache when read)."""
+        names, arglists = (name, args) if isinstance(name, list) else ([name], [args])
+        keep, specs = [], []
+        count = next(len(v) for v in arglists[0] if isinstance(v, np.ndarray))
+        for nm, a in zip(names, arglists):
+            fixed, varying = [], []
+            for pos, v in enumerate(a[:-1]):
+                if isinstance(v, np.ndarray):
+                    varying.append((pos, v.tolist()))
+                    fixed.append(0)
+                    continue
+                obj = ctypes.c_char(v) if isinstance(v, bytes) else (
+                    ctypes.c_int(v) if isinstance(v, int) else v)
+                keep.append(obj)
+                fixed.append(ctypes.addressof(obj))
+            specs.append((host_blas.routine(nm), fixed, varying))
+        dsts, srcs, nbytes = (pre[0].tolist(), pre[1].tolist(), pre[2]) if pre else (0, 0, 0)
+        memmove = ctypes.memmove
 
-        def body(i):
+        def chunk(idx):
             res = ctypes.c_int()
-            host_blas.call(fn, n, n, (a + int(offsets[i]) * isz,), max(lda, 1),
-                           (piv.ctypes.data + i * n * 4,), res)
-            info[i] = res.value
+            calls = [(fn, fixed + [ctypes.addressof(res)], varying)
+                     for fn, fixed, varying in specs]
+            for i in idx:
+                if nbytes:
+                    memmove(dsts[i], srcs[i], nbytes)
+                for j, (fn, call, varying) in enumerate(calls):
+                    for pos, ptrs in varying:
+                        call[pos] = ptrs[i]
+                    fn(*call)
+                    if j == 0 and info is not None:
+                        info[i] = res.value
 
-        self.for_batch(len(offsets), body, work=n ** 3)
+        self.for_chunks(count, chunk, work)
+
+    def lu_factor(self, n, a, offsets, lda, state, sources=None) -> None:
+        """LU factorizations with partial pivoting (``getrf``) of the matrices at
+        ``a + offsets``; pivots and ``info`` (one per matrix) go to ``state``. ``sources``:
+        addresses of dense matrices copied there first, one at a time (the copy of ``a``)."""
+        piv = state["piv"]
+        ptrs = a + offsets * self.itemsize
+        pivs = piv.ctypes.data + np.arange(len(offsets), dtype=np.int64) * (4 * max(n, 1))
+        pre = None if sources is None else (ptrs, sources, n * n * self.itemsize)
+        self._loop(self.letter + "getrf", [n, n, ptrs, max(lda, 1), pivs, None],
+                   info=state["info"], work=n ** 3, pre=pre)
 
     def lu_solve(self, trans, n, nrhs, a, offsets, lda, state, b, boffsets, ldb) -> None:
-        piv, fn, isz = state["piv"], self.letter + "getrs", self.itemsize
+        piv = state["piv"]
+        pivs = piv.ctypes.data + np.arange(len(offsets), dtype=np.int64) * (4 * max(n, 1))
+        self._loop(self.letter + "getrs", [_OP[trans], n, nrhs, a + offsets * self.itemsize,
+                                           max(lda, 1), pivs, b + boffsets * self.itemsize,
+                                           max(ldb, 1), None], work=2 * n * n * nrhs)
 
-        def body(i):
-            res = ctypes.c_int()
-            host_blas.call(fn, _OP[trans], n, nrhs, (a + int(offsets[i]) * isz,), max(lda, 1),
-                           (piv.ctypes.data + i * n * 4,), (b + int(boffsets[i]) * isz,),
-                           max(ldb, 1), res)
-
-        self.for_batch(len(offsets), body, work=2 * n * n * nrhs)
-
-    def cholesky_factor(self, uplo, n, a, offsets, lda, state) -> None:
-        info, fn, isz = state["info"], self.letter + "potrf", self.itemsize
-
-        def body(i):
-            res = ctypes.c_int()
-            host_blas.call(fn, _UPLO[uplo], n, (a + int(offsets[i]) * isz,), max(lda, 1), res)
-            info[i] = res.value
-
-        self.for_batch(len(offsets), body, work=n ** 3)
+    def cholesky_factor(self, uplo, n, a, offsets, lda, state, sources=None) -> None:
+        ptrs = a + offsets * self.itemsize
+        pre = None if sources is None else (ptrs, sources, n * n * self.itemsize)
+        self._loop(self.letter + "potrf", [_UPLO[uplo], n, ptrs, max(lda, 1), None],
+                   info=state["info"], work=n ** 3, pre=pre)
 
     def cholesky_solve(self, uplo, n, nrhs, a, offsets, lda, state, b, boffsets, ldb) -> None:
-        fn, isz = self.letter + "potrs", self.itemsize
+        self._loop(self.letter + "potrs", [_UPLO[uplo], n, nrhs, a + offsets * self.itemsize,
+                                           max(lda, 1), b + boffsets * self.itemsize,
+                                           max(ldb, 1), None], work=2 * n * n * nrhs)
 
-        def body(i):
-            res = ctypes.c_int()
-            host_blas.call(fn, _UPLO[uplo], n, nrhs, (a + int(offsets[i]) * isz,),
-                           max(lda, 1), (b + int(boffsets[i]) * isz,), max(ldb, 1), res)
-
-        self.for_batch(len(offsets), body, work=2 * n * n * nrhs)
+    def factor_solve(self, kind, trans, uplo, n, nrhs, a, offsets, lda, state, b, boffsets,
+                     ldb, sources=None) -> None:
+        """Factorize and solve each system in one pass (``gesv`` / ``posv``, or ``getrf`` then
+        ``getrs`` with ``op = T`` for a factorized transpose): what :func:`direct_solver`
+        does with a factorization it does not keep, each matrix in cache once."""
+        ptrs = a + offsets * self.itemsize
+        bptrs = b + boffsets * self.itemsize
+        pre = None if sources is None else (ptrs, sources, n * n * self.itemsize)
+        L = self.letter
+        if kind == "LU":
+            pivs = state["piv"].ctypes.data + np.arange(len(offsets), dtype=np.int64) * (
+                4 * max(n, 1))
+            if trans == 0:
+                args = [n, nrhs, ptrs, max(lda, 1), pivs, bptrs, max(ldb, 1), None]
+                self._loop(L + "gesv", args, info=state["info"], work=n ** 3, pre=pre)
+                return
+            self._loop([L + "getrf", L + "getrs"],
+                       [[n, n, ptrs, max(lda, 1), pivs, None],
+                        [_OP[trans], n, nrhs, ptrs, max(lda, 1), pivs, bptrs, max(ldb, 1),
+                         None]], info=state["info"], work=n ** 3, pre=pre)
+            return
+        args = [_UPLO[uplo], n, nrhs, ptrs, max(lda, 1), bptrs, max(ldb, 1), None]
+        self._loop(L + "posv", args, info=state["info"], work=n ** 3, pre=pre)
 
     def solver_state(self, kind, n, count, handle=None) -> dict:
         """Pivots and ``info`` of ``count`` factorizations (host arrays)."""

@@ -209,12 +209,13 @@ class DirectSolver(StatefulObject):
         self._factorized = False
         be = self._backend(stream)
         try:
-            base, offsets, lda = self._factor_buffer(be)
+            base, offsets, lda, sources = self._factor_target(be)
             n = self.A.n
+            kw = {} if sources is None else {"sources": sources}
             if self.kind == "LU":
-                be.lu_factor(n, base, offsets, lda, self._state)
+                be.lu_factor(n, base, offsets, lda, self._state, **kw)
             else:
-                be.cholesky_factor(self._uplo, n, base, offsets, lda, self._state)
+                be.cholesky_factor(self._uplo, n, base, offsets, lda, self._state, **kw)
             info = be.read_info(self._state)
         except BaseException:
             if self.mode != "cpu":
@@ -225,6 +226,34 @@ class DirectSolver(StatefulObject):
         if self.options.inplace_a and self.mode == "staged":
             self._download_factors(be, base)
         self._factorized = True
+
+    def _factor_target(self, be):
+        """``(base, offsets, lda, sources)``: where ``a`` is factorized; ``sources`` (CPU
+        batches of dense matrices): the addresses each matrix is copied from right before its
+        factorization (then in cache), else None (the buffer is filled already)."""
+        if self.mode == "cpu" and self.a_copy == "memcpy" and self.A.count > 1:
+            base, offsets, lda = self._new_factor_buffer(be)
+            return base, offsets, lda, self.A.op.ptr + self.A.offsets * self.itemsize
+        return (*self._factor_buffer(be), None)
+
+    def _factorize_and_solve(self, stream=None):
+        """:meth:`factorize` then :meth:`solve`; on the CPU one LAPACK call per system
+        (``gesv`` / ``posv``), as :func:`direct_solver` keeps no factorization."""
+        if self.mode != "cpu":
+            self.factorize(stream=stream)
+            return self.solve(stream=stream)
+        self._require_planned("factorize")
+        self._require_operands("factorize")
+        be = self._backend(stream)
+        base, offsets, lda, sources = self._factor_target(be)
+        out, bbase, boffsets, ldb, _ = self._rhs_buffer(be)
+        be.factor_solve(self.kind, T if self.a_trans else N, self._uplo, self.A.n,
+                        self.B.nrhs, base, offsets, lda, self._state, bbase, boffsets, ldb,
+                        sources=sources)
+        self._factors = (base, offsets, lda, be.keep)
+        self._check_info(be.read_info(self._state))
+        self._factorized = True
+        return out
 
     def solve(self, *, stream=None):
         """Solve with the current factorization and ``b``; returns ``x`` (``b``'s shape, in
@@ -301,6 +330,13 @@ class DirectSolver(StatefulObject):
         self._factors = None
 
     # ---- the factor buffer ---------------------------------------------------------------
+    def _new_factor_buffer(self, be):
+        """An unfilled host factor buffer: ``(base, offsets, lda)``."""
+        n, count = self.A.n, self.A.count
+        host = np.empty((count, n, n), self.dtype)
+        be.keep.append(host)
+        return host.ctypes.data, np.arange(count, dtype=np.int64) * (n * n), n
+
     def _factor_buffer(self, be):
         """``(base, offsets, lda)`` of the matrices to factorize, filled from ``a``."""
         A, isz = self.A, self.itemsize
@@ -517,6 +553,5 @@ def direct_solver(a, b, *, options=None, execution=None, stream=None):
     """
     with DirectSolver(a, b, options=options, execution=execution, stream=stream) as solver:
         solver.plan(stream=stream)
-        solver.factorize(stream=stream)
-        return solver.solve(stream=stream)
+        return solver._factorize_and_solve(stream=stream)
 
