@@ -5,11 +5,12 @@ Cases (issue #37's targets):
 
 * triangular and symmetric products ``qa(a) @ b`` of 8192^2 fp32/fp64 matrices: cuweave's
   ``matmul`` with a TriangularMatrixQualifier / SymmetricMatrixQualifier (cuBLAS trmm / symm,
-  reading one triangle) against torch's best way to get the same result (the dense product of
-  a masked copy: ``torch.tril(a) @ b``; ``tril(a) + tril(a, -1).mT`` then ``@ b``), CuPy's
-  same, and ``nvmath.linalg.matmul`` with the same qualifiers. GPU time of queued calls
-  (CUDA events), implementations interleaved round by round; the masking is part of the
-  peers' time, as it is part of what their users run.
+  reading one triangle; and, EXT, ``structured="dense"``: one kernel writing the operand's
+  dense form, then cuBLAS GEMM) against torch's best way to get the same result (the dense
+  product of a masked copy: ``torch.tril(a) @ b``; ``tril(a) + tril(a, -1).mT`` then
+  ``@ b``), CuPy's same, and ``nvmath.linalg.matmul`` with the same qualifiers. GPU time of
+  queued calls (CUDA events), implementations interleaved round by round; the masking is part
+  of the peers' time, as it is part of what their users run.
 * the dense solve of an 8192^2 fp64 system and of 10,000 batched 32^2 fp64 systems:
   ``direct_solver`` against ``torch.linalg.solve`` (and ``nvmath.linalg.direct_solver``,
   ``cupy.linalg.solve``): wall time per call, each call synchronizing (both check the
@@ -25,12 +26,16 @@ from harness import gpu_times_interleaved, host_us_interleaved, peer
 
 from cuweave.linalg import (
     GeneralMatrixQualifier,
+    MatmulOptions,
     SymmetricMatrixQualifier,
     TriangularMatrixQualifier,
     direct_solver,
     matmul,
     matrix_qualifiers_dtype,
 )
+
+#: the EXT strategy: the operand's dense form (one kernel pass) and a GEMM
+DENSE = MatmulOptions(structured="dense")
 
 
 def _q(kind):
@@ -68,11 +73,13 @@ def structured_products(res, torch, cp, nvmath, quick):
             err = float(torch.linalg.norm(got.double() - ref) / torch.linalg.norm(ref))
             print(f"   {case}: cuweave relative error vs a float64 dense product {err:.2e}")
             impls = {"cuweave": lambda a=a, b=b, q=q: matmul(a, b, qualifiers=q),
+                     "cuweave structured=dense": lambda a=a, b=b, q=q: matmul(
+                         a, b, qualifiers=q, options=DENSE),
                      "torch masked + matmul": lambda a=a, b=b, f=dense: f(a, b)}
             if cp is not None:
                 ca, cb = cp.asarray(a), cp.asarray(b)
-                impls["cupy masked + matmul"] = (lambda ca=ca, cb=cb, f=_cupy_dense(cp, kind):
-                                                 f(ca, cb))
+                cdense = _cupy_dense(cp, kind)
+                impls["cupy masked + matmul"] = lambda ca=ca, cb=cb, f=cdense: f(ca, cb)
             if nvmath is not None:
                 impls["nvmath-python"] = lambda a=a, b=b, q=q: nvmath.linalg.matmul(
                     a, b, qualifiers=q)
@@ -81,9 +88,10 @@ def structured_products(res, torch, cp, nvmath, quick):
             for impl, ms in times.items():
                 res.add(case=case, impl=impl, metric="time", value=ms, unit="ms",
                         dense_tflops=flops / (ms * 1e-3) / 1e12)
-            for den in ("torch masked + matmul", "cupy masked + matmul", "nvmath-python"):
-                res.add_ratio(case=case, metric="time", num="cuweave", den=den,
-                              higher_is_better=False, target=1.0)
+            for num in ("cuweave", "cuweave structured=dense"):
+                for den in ("torch masked + matmul", "cupy masked + matmul", "nvmath-python"):
+                    res.add_ratio(case=case, metric="time", num=num, den=den,
+                                  higher_is_better=False, target=1.0)
             del impls
         del a, b
         torch.cuda.empty_cache()

@@ -75,10 +75,10 @@ def structured(results, quick):
             case = f"{kind} {dtype} {n}^2 @ {n}^2"
             if kind == "triangular":
                 dense = lambda a=a, b=b: np.tril(a) @ b  # noqa: E731
-                sp = lambda a=a, b=b: getattr(blas, t + "trmm")(1.0, a, b, lower=1)  # noqa: E731
+                sp = lambda a=a, b=b, t=t: getattr(blas, t + "trmm")(1.0, a, b, lower=1)  # noqa: E731
             else:
                 dense = lambda a=a, b=b: (np.tril(a) + np.tril(a, -1).T) @ b  # noqa: E731
-                sp = lambda a=a, b=b: getattr(blas, t + "symm")(1.0, a, b, lower=1)  # noqa: E731
+                sp = lambda a=a, b=b, t=t: getattr(blas, t + "symm")(1.0, a, b, lower=1)  # noqa: E731
             cw = lambda a=a, b=b, q=q: matmul(a, b, qualifiers=q, execution="cpu")  # noqa: E731
             want = dense().astype(np.float64)
             tol = 1e-4 if dtype == "float32" else 1e-10

@@ -195,7 +195,14 @@ class FakeGPU:
         else:  # pragma: no cover
             raise AssertionError(f"fake cuSOLVER has no {name}")
 
+    def densify(self, be, mode, lower, n, a, lda, out, ldo):
+        """The densify kernel's launch, computed as the CPU backend does (its NumPy twin)."""
+        self.calls.append("densify")
+        CpuBackend(be.dtype).densify(mode, lower, n, a, lda, out, ldo)
+
     def install(self, mp) -> FakeGPU:
+        mp.setattr(_cuda.CudaBackend, "densify",
+                   lambda be, *args: self.densify(be, *args))
         mp.setattr(cublas, "call", self.cublas_call)
         mp.setattr(cublas, "set_stream", lambda h, s: None)
         mp.setattr(cusolver, "call", self.cusolver_call)

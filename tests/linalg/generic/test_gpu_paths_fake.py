@@ -46,6 +46,22 @@ def test_structured_products_on_the_gpu_path(fake_gpu, where, dtype):
     assert any("dgmm" in n for n in names)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dense_structured_products(fake_gpu, dtype):
+    """``MatmulOptions(structured="dense")``: the structured operand's dense form, then GEMM."""
+    rng = np.random.default_rng(12)
+    for kind in ("tr", "sy", "he"):
+        for side in "ab":
+            factors = structured_factors(dtype, kind)
+            factors["conj_s"] = [False]  # conjugated operands keep the native routine
+            for case in _sample(factors, 10, seed=sum(map(ord, kind + side + "dense"))):
+                _run_case(dtype, kind, side, case, rng, execution="cuda", wrap=_device,
+                          unwrap=to_host, options={"structured": "dense"})
+    assert "densify" in fake_gpu.calls
+    if not dtype.startswith("complex"):  # (a Hermitian operand read transposed stays native)
+        assert not any(n.endswith(("trmm_v2", "symm_v2", "hemm_v2")) for n in fake_gpu.calls)
+
+
 @pytest.mark.parametrize("where", ["staged", "device"])
 def test_batched_general_products_use_strided_batched_gemm(fake_gpu, where):
     rng = np.random.default_rng(2)

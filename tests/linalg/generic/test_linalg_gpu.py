@@ -71,6 +71,29 @@ def test_structured_products_torch(dtype, kind):
                       unwrap=from_device)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dense_structured_products_torch(dtype):
+    """``structured="dense"``: the densify kernel (NVRTC) and a GEMM, on the device."""
+    _torch()
+    rng = np.random.default_rng(27)
+    for kind in ("tr", "sy", "he"):
+        for side in "ab":
+            factors = structured_factors(dtype, kind)
+            factors["conj_s"] = [False]
+            for case in _sample(factors, 8, seed=sum(map(ord, kind + side + "dense"))):
+                _run_case(dtype, kind, side, case, rng, execution=None, wrap=to_torch,
+                          unwrap=from_device, options={"structured": "dense"})
+    n = 333  # tiles cut by the matrix edge, a batch
+    s, g = rand((3, n, n), dtype, rng), rand((3, n, 70), dtype, rng)
+    q = qualifiers(record("he" if dtype.startswith("complex") else "sy", lower=False),
+                   record("ge"))
+    got = matmul(to_torch(s), to_torch(g), qualifiers=q, options={"structured": "dense"})
+    kind = "he" if dtype.startswith("complex") else "sy"
+    want = logical(s, kind, lower=False) @ g
+    assert rel_err(from_device(got), want) < (1e-4 if dtype in ("float32", "complex64")
+                                              else 1e-11)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
 def test_structured_products_cupy_and_numpy_on_the_gpu(dtype):
     rng = np.random.default_rng(22)

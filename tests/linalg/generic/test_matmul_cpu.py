@@ -40,7 +40,8 @@ def _sample(factors: dict, n: int, seed: int) -> list[dict]:
     return [dict(zip(keys, combos[i])) for i in sorted(picked)]
 
 
-def _run_case(dtype, kind, side, case, rng, execution="cpu", wrap=None, unwrap=None):
+def _run_case(dtype, kind, side, case, rng, execution="cpu", wrap=None, unwrap=None,
+              options=None):
     """One qualified product against its reference (``wrap``: the operands' device form)."""
     complex_ = dtype.startswith("complex")
     n_s, n_o = 4, 3
@@ -73,6 +74,8 @@ def _run_case(dtype, kind, side, case, rng, execution="cpu", wrap=None, unwrap=N
         recs.append(record("ge"))
         if case["c"] == "inplace":
             opts = MatmulOptions(inplace=True)
+    if options:
+        opts = MatmulOptions(**{**options, "inplace": case["c"] == "inplace"})
     wrap = wrap or (lambda x: x)
     dc = wrap(c) if c is not None else None
     got = matmul(wrap(a), wrap(b), dc, alpha=alpha, beta=beta, qualifiers=qualifiers(*recs),

@@ -262,6 +262,13 @@ class CudaBackend(_SolverPrimitives):
         al = self.scalar(alpha)
         self._call("cublas{t}scal_v2", n, ctypes.addressof(al), x, 1)
 
+    def densify(self, mode, lower, n, a, lda, out, ldo) -> None:
+        """``out`` = the dense form of the structured ``n x n`` matrix at ``a`` (one kernel)."""
+        from ._densify import launch
+
+        launch(self.dtype, self.device_id, self.stream, a, lda, 0, out, ldo, 0, n, mode,
+               int(bool(lower)))
+
     def zero(self, m, n, c, ldc) -> None:
         drv = cuda.driver()
         if ldc == m:

@@ -96,6 +96,10 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
         return
     kind = plan.kind
     add_c = c is not None and not plan.inplace
+    if plan.dense >= 0:
+        _dense(plan, be, pf, off_f, ps, off_s, base_r, off_r, ldr,
+               (pc, off_c, ldc_in) if add_c else None, alpha, beta)
+        return
     if plan.uses_beta:
         b = beta if c is not None else 0
         if kind == "gemm" and plan.count > 1 and not add_c:
@@ -150,3 +154,25 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
             body2(i)
     else:
         be.for_batch(plan.count, body2, work=m * n * k)
+
+
+def _dense(plan, be, pf, off_f, ps, off_s, base_r, off_r, ldr, add_c, alpha, beta) -> None:
+    """The structured operand's dense form (``be.densify``, one scratch matrix reused along
+    the batch, which runs in stream order) times the general one by GEMM."""
+    m, n, k, isz = plan.m, plan.n, plan.k, be.itemsize
+    scratch = be.alloc(k * k)
+    op_s = N if plan.first.trans == plan.frame_t else 1
+    lower = plan.uplo == 0
+    b = beta if plan.c is not None else 0
+    for i in range(plan.count):
+        r = base_r + int(off_r[i]) * isz
+        if add_c is not None:
+            pc, off_c, ldc = add_c
+            src = pc + int(off_c[i]) * isz
+            be.geam(plan.c_op, plan.c_op, m, n, 1, src, ldc, 0, src, ldc, r, ldr)
+        be.densify(plan.dense, lower, k, pf + int(off_f[i]) * isz, plan.first.ld, scratch, k)
+        s = ps + int(off_s[i]) * isz
+        if plan.side == 0:
+            be.gemm(op_s, N, m, n, k, alpha, scratch, k, s, plan.second.ld, b, r, ldr)
+        else:
+            be.gemm(N, op_s, m, n, k, alpha, s, plan.second.ld, scratch, k, b, r, ldr)

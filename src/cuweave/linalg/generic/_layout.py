@@ -131,6 +131,7 @@ class Plan:
     result_perm: tuple = ()   # axis order of a new result (outermost first)
     user_order: tuple = (0, 1)  # which user operand is ``first`` / ``second``
     squeezed: tuple = ()      # axes of ``batch + (M, N)`` dropped from the result (1-D a, b)
+    dense: int = -1           # >= 0: a GEMM on the structured operand's dense form, this mode
     notes: list = field(default_factory=list)
 
     @property
@@ -199,7 +200,7 @@ class _Shaped:
         self.dtype = op.dtype
 
 
-def plan_matmul(a, b, c, quals, *, inplace: bool = False) -> Plan:
+def plan_matmul(a, b, c, quals, *, inplace: bool = False, dense: bool = False) -> Plan:
     """Plan ``alpha * qa(a) @ qb(b) + beta * c`` (operands: :class:`Operand` or anything with
     ``shape``/``strides``/``dtype``/``conj``; ``quals``: three :class:`Qualifier`)."""
     qa, qb, _ = quals
@@ -271,6 +272,12 @@ def plan_matmul(a, b, c, quals, *, inplace: bool = False) -> Plan:
         _plan_gemm(plan, ma, mb, mc)
     else:
         _plan_structured(plan, ma, mb, mc, qa, qb)
+    if dense and plan.kind in ("trmm", "symm", "hemm") and not plan.first.preps:
+        from ._densify import MODES
+
+        kind = (qa if qa.kind != "ge" else qb)
+        plan.dense = MODES["tr_unit" if kind.kind == "tr" and kind.unit else
+                           {"trmm": "tr", "symm": "sy", "hemm": "he"}[plan.kind]]
     nb = len(batch)
     plan.result_perm = tuple(range(nb)) + ((nb, nb + 1) if plan.frame_t else (nb + 1, nb))
     if plan.c is not None:

@@ -96,16 +96,26 @@ class MatmulOptions:
     allocator : BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync or None
         Where temporary device buffers come from (:mod:`cuweave.memory`; default: the
         operands' package pool, else cuda.core). Results come from the operands' package.
+    structured : "native" or "dense"
+        EXT, GPU only: how a triangular, symmetric or Hermitian operand is multiplied:
+        ``"native"`` (cuBLAS trmm / symm / hemm, reading one triangle; the default, as
+        nvmath-python) or ``"dense"`` (its dense form written by one kernel pass into a
+        scratch matrix, then a GEMM: one more n x n buffer, whichever cuBLAS runs faster for
+        the shape). The CPU always runs the structured BLAS routine.
     """
 
     inplace: bool = False
     logger: logging.Logger | None = None
     blocking: bool | str = "auto"
     allocator: Any = None
+    structured: str = "native"
 
     def __post_init__(self):
         _check_bool(self, "inplace")
         _check_common(self)
+        if self.structured not in ("native", "dense"):
+            raise InvalidOptionError(f"structured must be 'native' or 'dense', got "
+                                     f"{self.structured!r}")
 
 
 class Factorization:

@@ -95,7 +95,8 @@ class _Product:
                                       f"{ops[2].package} array")
         quals = parse_qualifiers(qualifiers, c is not None)
         self.plan = plan_matmul(*ops, *([None] if c is None else []), quals,
-                                inplace=options.inplace)
+                                inplace=options.inplace,
+                                dense=options.structured == "dense" and not self.on_cpu)
         self.dtype = first.dtype
         self.alpha = _scalar(alpha, 1, self.dtype, "alpha")
         self.beta = _scalar(beta, 0, self.dtype, "beta") if c is not None else 0
@@ -488,7 +489,8 @@ def _key(a, b, c, alpha, beta, qualifiers, options, execution):
     opts = options if not isinstance(options, dict) else tuple(sorted(
         (k, id(v)) for k, v in options.items()))
     if isinstance(opts, MatmulOptions):
-        opts = (opts.inplace, id(opts.logger), opts.blocking, id(opts.allocator))
+        opts = (opts.inplace, id(opts.logger), opts.blocking, id(opts.allocator),
+                opts.structured)
     exe = execution if not isinstance(execution, dict) else tuple(sorted(execution.items()))
     try:
         hash(exe)
