@@ -186,9 +186,9 @@ class DirectSolver(StatefulObject):
                                            "free()")
 
     def _require_operands(self, method: str) -> None:
-        if self._released:
-            raise InvalidOperandError(f"DirectSolver.{method}() needs operands: set them with "
-                                      "reset_operands() after release_operands()")
+        if self._released:  # a RuntimeError, as nvmath-python raises
+            raise InvalidDirectSolverState(f"DirectSolver.{method}() needs operands: set them "
+                                           "with reset_operands() after release_operands()")
 
     def plan(self, stream=None) -> None:
         """Prepare the factorization (pivot and status buffers)."""
