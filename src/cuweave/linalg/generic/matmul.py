@@ -80,9 +80,10 @@ class _Product:
                                           f"({first.place}), got {op.place}")
         self.execution = resolve_execution(execution, operand_device=first.device,
                                            operand_device_id=first.device_id,
-                                           host_default="cpu")
+                                           host_default="cpu", cpu_for_device=True)
         self.on_cpu = isinstance(self.execution, ExecutionCPU)
         self.staged = first.device == "cpu" and not self.on_cpu  # host operands on the GPU
+        self.fetched = first.device == "cuda" and self.on_cpu  # device operands on the CPU
         if c is not None and beta is None:
             raise InvalidOptionError("beta must be given when c is given, got None")
         if c is None and beta is not None:
@@ -129,10 +130,16 @@ class _Product:
             return x
         return x[None, :] if i == 0 else x[:, None]
 
-    def _host_base(self, i, be):
-        """Where operand ``i``'s first form lives for the backend: the host array (CPU), or
-        its upload (host operands on the GPU: the bytes its elements span, same strides)."""
+    def _host_base(self, i, be, host=None):
+        """Where operand ``i``'s first form lives for the backend: the host array (CPU; a
+        device operand's host copy ``host``), or its upload (host operands on the GPU: the
+        bytes its elements span, same strides)."""
         op = self.ops[i]
+        if host is not None:  # a device operand fetched for the CPU
+            if self.roots[i].preps[:1] == ("dense",):
+                host = np.ascontiguousarray(self._promoted(i, host))
+                be.keep.append(host)
+            return host.ctypes.data
         if self.roots[i].preps[:1] == ("dense",):
             arr = np.ascontiguousarray(self._promoted(i, op.host_array()))
             if self.staged:
@@ -168,6 +175,8 @@ class _Product:
         plan = self.plan
         perm = _squeezed_perm(plan.result_perm, plan.squeezed)
         c_op = self.ops[2] if len(self.ops) == 3 else None
+        if self.on_cpu and self.fetched:
+            return self._run_fetched(stream, perm, c_op)
         if self.on_cpu:
             from ._cpu import CpuBackend
 
@@ -212,6 +221,37 @@ class _Product:
             cuda.settle(s.ptr)
             raise
 
+    def _run_fetched(self, stream, perm, c_op):
+        """Device operands with ``execution="cpu"`` (as nvmath-python): their elements are
+        copied to the host, the product runs on the CPU, the result goes back to the device
+        (a new array of the operands' package, or ``c`` in place)."""
+        from ._cpu import CpuBackend
+
+        plan = self.plan
+        s = resolve_stream(stream, package=self.package, device_id=self.device_id).ptr
+        hosts = {i: _fetch(self.ops[i], s) for i in self.roots}
+        be = CpuBackend(self.dtype, self.execution.num_threads)
+        bases = [self._host_base(i, be, hosts[i]) if i in self.roots else None
+                 for i in range(3)]
+        if plan.inplace:
+            host_r = hosts[2]
+        else:
+            host_r = empty(wrap_operand(np.empty(0, self.dtype)), plan.result_shape, self.dtype,
+                           perm=perm).obj
+        self._execute(be, bases, host_r.ctypes.data)
+        if plan.inplace:
+            lo, hi = c_op.span()
+            cuda.memcpy_async(c_op.ptr + lo * c_op.itemsize, host_r.ctypes.data +
+                              lo * c_op.itemsize, (hi - lo) * c_op.itemsize, s)
+            out = c_op.obj
+        else:
+            res = empty(self.ops[0], plan.result_shape, self.dtype, perm=perm,
+                        device_id=self.device_id, stream=s)
+            cuda.memcpy_async(res.ptr, host_r.ctypes.data, host_r.nbytes, s)
+            out = res.obj
+        cuda.synchronize(s)  # the host copies are read until the stream gets there
+        return out
+
     def _execute(self, be, bases, r):
         plan = self.plan
         i_first, i_second = plan.user_order
@@ -238,6 +278,20 @@ class _Product:
 
     def release(self) -> None:
         self.ops = [None] * len(self.ops)
+
+
+def _fetch(op, stream: int) -> np.ndarray:
+    """A host copy of the device operand ``op``: the bytes its elements span, viewed with its
+    shape and strides (element 0 where ``op.ptr`` points)."""
+    from ..._internal.dtypes import numpy_dtype
+
+    lo, hi = op.span()
+    isz = op.itemsize
+    buf = np.empty(max((hi - lo) * isz, 1), np.uint8)
+    cuda.memcpy_async(buf.ctypes.data, op.ptr + lo * isz, (hi - lo) * isz, stream)
+    cuda.synchronize(stream)
+    return np.ndarray(op.shape, numpy_dtype(op.dtype), buffer=buf, offset=-lo * isz,
+                      strides=tuple(st * isz for st in op.strides))
 
 
 def _bytes_at(addr: int, nbytes: int) -> np.ndarray:
