@@ -200,9 +200,19 @@ class FakeGPU:
         self.calls.append("densify")
         CpuBackend(be.dtype).densify(mode, lower, n, a, lda, out, ldo)
 
+    def pointers(self, device_id, stream, out, base, step_bytes, count):
+        """The pointer-array kernel's launch, computed on the host."""
+        self.calls.append("batch_pointers")
+        dst = np.ctypeslib.as_array((ctypes.c_uint64 * count).from_address(out))
+        dst[:] = base + np.arange(count, dtype=np.uint64) * np.uint64(step_bytes)
+
     def install(self, mp) -> FakeGPU:
+        from cuweave.linalg.generic import _densify
+
         mp.setattr(_cuda.CudaBackend, "densify",
                    lambda be, *args: self.densify(be, *args))
+        mp.setattr(_densify, "launch_pointers", self.pointers)
+        mp.setattr(_cuda, "_POINTER_KERNEL_FAILED", [])
         mp.setattr(cublas, "call", self.cublas_call)
         mp.setattr(cublas, "set_stream", lambda h, s: None)
         mp.setattr(cusolver, "call", self.cusolver_call)

@@ -25,6 +25,7 @@ def test_kernel_source_compiles_for_sm90():
     assert len(module.code) > 1000
     for dt in ("float32", "float64", "complex64", "complex128"):
         assert f"densify_{dt}".encode() in bytes(module.code)
+    assert b"batch_pointers" in bytes(module.code)
 
 
 @pytest.mark.parametrize("kind", ["tr", "tr_unit", "sy", "he"])

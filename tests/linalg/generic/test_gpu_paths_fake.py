@@ -110,6 +110,7 @@ def test_solver_on_the_gpu_path(fake_gpu, where, dtype):
     names = set(fake_gpu.calls)
     assert {"cusolverDnXgetrf", "cusolverDnXgetrs", "cusolverDnXpotrf",
             "cusolverDnXpotrs"} <= names
+    assert "batch_pointers" in names  # dense batches: pointer arrays written on the device
     letter = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}[dtype]
     assert {f"cublas{letter}getrfBatched", f"cublas{letter}getrsBatched",
             f"cusolverDn{letter}potrfBatched", f"cublas{letter}trsmBatched"} <= names

@@ -169,3 +169,25 @@ def test_validation():
     for call, match in bad:
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_function_form_reuses_cached_solvers():
+    from cuweave.linalg.generic.solver import solver_cache
+
+    rng = np.random.default_rng(8)
+    solver_cache.clear()
+    a1 = _system((4,), 6, "float64", rng, spd=True)
+    a2 = _system((4,), 6, "float64", rng, spd=True)
+    b = rand((4, 6, 2), "float64", rng)
+    opts = {"factorization": "Cholesky"}
+    x1 = direct_solver(a1, b, options=opts, execution="cpu")
+    hits = solver_cache.hits
+    x2 = direct_solver(a2, b, options=opts, execution="cpu")
+    assert solver_cache.hits == hits + 1
+    assert rel_err(x1, np.linalg.solve(a1, b)) < 1e-12
+    assert rel_err(x2, np.linalg.solve(a2, b)) < 1e-12
+    a2[1] = 0  # a failure leaves the cached solver usable
+    with pytest.raises(FactorizationError):
+        direct_solver(a2, b, options=opts, execution="cpu")
+    assert rel_err(direct_solver(a1, b, options=opts, execution="cpu"),
+                   np.linalg.solve(a1, b)) < 1e-12

@@ -58,12 +58,31 @@ def cusolver_handle(device_id: int) -> tuple[int, int]:
 
 
 def _ptrs(be, name, base, offsets, state):
-    """Upload the pointers ``base + offsets`` (elements) into the state's device array."""
-    host = (np.asarray(offsets, np.int64) * be.itemsize + base).astype(np.uint64)
+    """The pointers ``base + offsets`` (elements) in the state's device array ``name``: written
+    by a kernel when the offsets are uniform (the usual dense batch; nothing to copy, nothing
+    for the stream to wait for), else copied from the host."""
     dev = state[name]
+    offsets = np.asarray(offsets, np.int64)
+    count = len(offsets)
+    step = int(offsets[1] - offsets[0]) if count > 1 else 0
+    uniform = count < 2 or bool(np.all(np.diff(offsets) == step))
+    if uniform and not _POINTER_KERNEL_FAILED:
+        try:
+            from ._densify import launch_pointers
+
+            launch_pointers(be.device_id, be.stream, dev.device_ptr,
+                            base + int(offsets[0]) * be.itemsize, step * be.itemsize, count)
+            return dev.device_ptr
+        except Exception as e:  # NVRTC or cuda.core unusable: copy from the host instead
+            _POINTER_KERNEL_FAILED.append(e)
+    host = (offsets * be.itemsize + base).astype(np.uint64)
     cuda.memcpy_async(dev.device_ptr, host.ctypes.data, host.nbytes, be.stream)
     be.keep.append(host)
     return dev.device_ptr
+
+
+#: the exception that made the pointer kernel unusable in this process (then: host copies)
+_POINTER_KERNEL_FAILED: list = []
 
 
 class _SolverPrimitives:

@@ -1,4 +1,5 @@
-"""The dense form of a structured operand on the GPU, in one pass (an NVRTC kernel).
+"""The dense form of a structured operand on the GPU, in one pass (an NVRTC kernel), and the
+pointer arrays of batched routines written on the device.
 
 ``MatmulOptions(structured="dense")`` (EXT) computes a triangular, symmetric or Hermitian
 product as a GEMM on the operand's dense form instead of cuBLAS trmm/symm/hemm: this kernel
@@ -15,7 +16,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["SOURCE", "MODES", "launch", "densify_host"]
+__all__ = ["SOURCE", "MODES", "launch", "densify_host", "launch_pointers"]
 
 #: what the other triangle becomes: zeros, zeros with a unit diagonal, the mirror, the
 #: conjugated mirror (real diagonal)
@@ -89,6 +90,14 @@ DEFINE(densify_float32, float)
 DEFINE(densify_float64, double)
 DEFINE(densify_complex64, c64)
 DEFINE(densify_complex128, c128)
+
+// the addresses of a batch with a uniform stride (a batched routine's pointer array), written
+// on the device: no host copy, nothing for the stream to wait for
+extern "C" __global__ void batch_pointers(unsigned long long* out, unsigned long long base,
+                                          long long step, int count) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) out[i] = base + (unsigned long long)(i * step);
+}
 """
 
 _lock = threading.Lock()
@@ -114,7 +123,22 @@ def _kernel(device_id: int, dtype: str):
             del dev
             for dt in ("float32", "float64", "complex64", "complex128"):
                 _kernels[(device_id, dt)] = module.get_kernel(f"densify_{dt}")
+            _kernels[(device_id, "pointers")] = module.get_kernel("batch_pointers")
     return _kernels[key]
+
+
+def launch_pointers(device_id, stream, out, base, step_bytes, count) -> None:
+    """Queue ``out[i] = base + i * step_bytes`` for ``i < count`` (device memory)."""
+    from cuda.core import LaunchConfig, Stream
+    from cuda.core import launch as core_launch
+
+    from ..._internal import cuda
+
+    kernel = _kernel(device_id, "pointers")
+    s = Stream.from_handle(stream) if stream else cuda.core_device(device_id).default_stream
+    config = LaunchConfig(grid=((count + 255) // 256, 1, 1), block=(256, 1, 1))
+    core_launch(s, config, kernel, np.uint64(out), np.uint64(base), np.int64(step_bytes),
+                np.int32(count))
 
 
 def launch(dtype, device_id, stream, a, lda, sa, out, ldo, so, n, mode, lower, count=1):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._internal import cuda
+from ..._internal.cache import PlanCache
 from ..._internal.errors import InvalidOperandError, UnsupportedLayoutError
 from ..._internal.lifecycle import StatefulObject
 from ..._internal.logging import get_logger
@@ -541,7 +542,8 @@ def _rewrap(side: Side, x) -> Side:
 
 
 def direct_solver(a, b, *, options=None, execution=None, stream=None):
-    """Solve ``a @ x = b`` (see :class:`DirectSolver`): plan, factorize and solve once.
+    """Solve ``a @ x = b`` (see :class:`DirectSolver`): plan, factorize and solve once. Solvers
+    are cached by the operands' metadata (a repeated problem reuses its buffers and handles).
 
     Examples
     --------
@@ -551,7 +553,50 @@ def direct_solver(a, b, *, options=None, execution=None, stream=None):
     >>> direct_solver(a, np.ones((2, 2)), execution="cpu").tolist()
     [[0.5, 0.25], [0.0, 1.0]]
     """
-    with DirectSolver(a, b, options=options, execution=execution, stream=stream) as solver:
+    key = _key(a, b, options, execution)
+    solver = solver_cache.pop(key) if key is not None else None
+    if solver is None:
+        solver = DirectSolver(a, b, options=options, execution=execution, stream=stream)
         solver.plan(stream=stream)
+    else:
+        solver.reset_operands_unchecked(a, b)
+        solver._stream = stream
+    try:
         return solver._factorize_and_solve(stream=stream)
+    finally:
+        solver.release_operands()
+        if key is not None:
+            solver_cache.put(key, solver)
+        else:
+            solver.free()
 
+
+#: planned solvers of the function form, keyed by :func:`_key`
+solver_cache = PlanCache(maxsize=16)
+
+
+def _key(a, b, options, execution):
+    """The cache key of a :func:`direct_solver` call, or None (explicit batches, options that
+    cannot be keyed): the operands' package, dtype, shape, strides and device, the options'
+    values and the execution space."""
+    from ._solver_layout import is_batch
+
+    if is_batch(a) or is_batch(b):
+        return None
+    try:
+        sig = tuple((o.package, o.dtype, o.shape, o.strides, o.device, o.device_id, o.conj)
+                    for o in (wrap_operand(a, "a"), wrap_operand(b, "b")))
+    except Exception:  # the constructor reports it
+        return None
+    if isinstance(options, DirectSolverOptions):
+        options = {f: getattr(options, f) for f in options.__dataclass_fields__}
+    if options is not None and not isinstance(options, dict):
+        return None
+    opts = tuple(sorted((k, v if isinstance(v, int | str | bool | type(None)) else id(v))
+                        for k, v in (options or {}).items()))
+    exe = tuple(sorted(execution.items())) if isinstance(execution, dict) else execution
+    try:
+        hash((opts, exe))
+    except TypeError:
+        return None
+    return sig, opts, exe
