@@ -220,3 +220,6 @@ def test_function_form_caches_plans():
     r2 = matmul(2 * a, b, qualifiers=q, execution="cpu")
     assert plan_cache.hits == hits + 1
     assert rel_err(r2, 2 * r1 - np.eye(6) @ b) < 1e-5  # the unit diagonal is not scaled
+    r3 = matmul(a, b, alpha=3.0, qualifiers=q, execution="cpu")
+    r4 = matmul(a, b, qualifiers=q, execution="cpu")  # alpha back to its default, 1
+    assert rel_err(r3, 3 * r1) < 1e-6 and rel_err(r4, r1) < 1e-6

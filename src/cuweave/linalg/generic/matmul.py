@@ -515,8 +515,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=N
         mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers, options=options,
                     execution=execution)
         mm.plan()
-    else:
-        mm.reset_operands_unchecked(a, b, c, alpha=alpha, beta=beta)
+    else:  # alpha's default is 1, not the cached product's last alpha
+        mm.reset_operands_unchecked(a, b, c, alpha=1 if alpha is None else alpha, beta=beta)
     try:
         return mm.execute(stream=stream)
     finally:
