@@ -108,7 +108,7 @@ def solves(results, quick):
     _check(direct_solver(a, b, execution="cpu"), np.linalg.solve(a, b), "cuweave", 1e-10)
     impls = {"cuweave": lambda: direct_solver(a, b, execution="cpu"),
              "numpy.linalg.solve": lambda: np.linalg.solve(a, b)}
-    _timed(results, f"solve float64 {count} x 32^2 batched", impls, rounds=5, iters=3,
+    _timed(results, f"solve float64 {count} x 32^2 batched", impls, rounds=9, iters=3,
            target_dens=["numpy.linalg.solve"])
 
 
