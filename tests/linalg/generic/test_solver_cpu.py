@@ -191,3 +191,20 @@ def test_function_form_reuses_cached_solvers():
         direct_solver(a2, b, options=opts, execution="cpu")
     assert rel_err(direct_solver(a1, b, options=opts, execution="cpu"),
                    np.linalg.solve(a1, b)) < 1e-12
+
+
+def test_large_batches_of_small_systems():
+    """The function form's NumPy-loop path for batches of small LU systems, vectors and
+    matrices, and its fallback that names a singular system."""
+    rng = np.random.default_rng(9)
+    a = _system((70,), 8, "complex64", rng, spd=False)
+    for b in (rand((70, 8), "complex64", rng), rand((70, 8, 3), "complex64", rng)):
+        want = np.linalg.solve(a.astype(np.complex128),
+                               b[..., None] if b.ndim == 2 else b)
+        want = want[..., 0] if b.ndim == 2 else want
+        got = direct_solver(a, b, execution="cpu")
+        assert got.shape == b.shape and rel_err(got, want) < 1e-5
+    a[33] = 0
+    with pytest.raises(FactorizationError) as e:
+        direct_solver(a, rand((70, 8), "complex64", rng), execution="cpu")
+    assert e.value.batch_indices == ((33,),)
