@@ -195,10 +195,10 @@ class FakeGPU:
         else:  # pragma: no cover
             raise AssertionError(f"fake cuSOLVER has no {name}")
 
-    def densify(self, be, mode, lower, n, a, lda, out, ldo):
+    def densify(self, be, *args, **kwargs):
         """The densify kernel's launch, computed as the CPU backend does (its NumPy twin)."""
         self.calls.append("densify")
-        CpuBackend(be.dtype).densify(mode, lower, n, a, lda, out, ldo)
+        CpuBackend(be.dtype).densify(*args, **kwargs)
 
     def pointers(self, device_id, stream, out, base, step_bytes, count):
         """The pointer-array kernel's launch, computed on the host."""
@@ -210,7 +210,7 @@ class FakeGPU:
         from cuweave.linalg.generic import _densify
 
         mp.setattr(_cuda.CudaBackend, "densify",
-                   lambda be, *args: self.densify(be, *args))
+                   lambda be, *args, **kw: self.densify(be, *args, **kw))
         mp.setattr(_densify, "launch_pointers", self.pointers)
         mp.setattr(_cuda, "_POINTER_KERNEL_FAILED", [])
         mp.setattr(cublas, "call", self.cublas_call)

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 from cuweave.linalg import FactorizationError, direct_solver, matmul
-from tests.linalg.generic._reference import DTYPES, layout, qualifiers, rand, record, rel_err
+from tests.linalg.generic._reference import (
+    DTYPES,
+    layout,
+    logical,
+    qualifiers,
+    rand,
+    record,
+    rel_err,
+)
 from tests.linalg.generic.fake_gpu import DeviceView, to_host
 from tests.linalg.generic.test_matmul_cpu import (
     KINDS,
@@ -141,3 +149,20 @@ def test_explicit_batches_on_the_gpu_path(fake_gpu):
                    execution="cuda")
     for p, x, y in zip(prods, a, b):
         assert rel_err(to_host(p), np.triu(x) @ y) < 1e-12
+
+
+def test_batched_structured_products_are_two_calls(fake_gpu):
+    """structured="auto" (the default) on a uniform batch: every dense form in one launch and
+    one strided-batched GEMM; "native": a cuBLAS symm per matrix."""
+    rng = np.random.default_rng(13)
+    a, b = rand((5, 6, 6), "float64", rng), rand((5, 6, 3), "float64", rng)
+    q = qualifiers(record("sy", lower=False), record("ge"))
+    want = logical(a, "sy", lower=False) @ b
+    got = to_host(matmul(DeviceView(a), DeviceView(b), qualifiers=q))
+    assert rel_err(got, want) < 1e-12
+    assert fake_gpu.calls == ["densify", "cublasDgemmStridedBatched"]
+    fake_gpu.calls.clear()
+    got = to_host(matmul(DeviceView(a), DeviceView(b), qualifiers=q,
+                         options={"structured": "native"}))
+    assert rel_err(got, want) < 1e-12
+    assert fake_gpu.calls == ["cublasDsymm_v2"] * 5

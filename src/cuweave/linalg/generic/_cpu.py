@@ -199,11 +199,15 @@ class CpuBackend:
             res += x if s == 1 else s * x
         self.mat(c, m, n, ldc)[...] = res
 
-    def densify(self, mode, lower, n, a, lda, out, ldo) -> None:
-        """The dense form of a structured matrix (what the GPU's kernel computes)."""
+    def densify(self, mode, lower, n, a, lda, out, ldo, count=1, stride_a=0,
+                stride_out=0) -> None:
+        """The dense form of structured matrices (what the GPU's kernel computes)."""
         from ._densify import densify_host
 
-        self.mat(out, n, n, ldo)[...] = densify_host(self.mat(a, n, n, lda), mode, lower)
+        isz = self.itemsize
+        for i in range(count):
+            self.mat(out + i * stride_out * isz, n, n, ldo)[...] = densify_host(
+                self.mat(a + i * stride_a * isz, n, n, lda), mode, lower)
 
     def scal(self, n, alpha, x) -> None:
         self.vec(x, n, 1)[...] *= alpha

@@ -281,12 +281,14 @@ class CudaBackend(_SolverPrimitives):
         al = self.scalar(alpha)
         self._call("cublas{t}scal_v2", n, ctypes.addressof(al), x, 1)
 
-    def densify(self, mode, lower, n, a, lda, out, ldo) -> None:
-        """``out`` = the dense form of the structured ``n x n`` matrix at ``a`` (one kernel)."""
+    def densify(self, mode, lower, n, a, lda, out, ldo, count=1, stride_a=0,
+                stride_out=0) -> None:
+        """``out`` = the dense form of the structured ``n x n`` matrix at ``a`` (``count``
+        matrices spaced by the strides, in elements; one kernel launch)."""
         from ._densify import launch
 
-        launch(self.dtype, self.device_id, self.stream, a, lda, 0, out, ldo, 0, n, mode,
-               int(bool(lower)))
+        launch(self.dtype, self.device_id, self.stream, a, lda, stride_a, out, ldo, stride_out,
+               n, mode, int(bool(lower)), count=count)
 
     def zero(self, m, n, c, ldc) -> None:
         drv = cuda.driver()

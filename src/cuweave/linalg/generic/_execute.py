@@ -157,19 +157,37 @@ def execute(plan: Plan, be, base_first: int, base_second: int, base_c: int | Non
 
 
 def _dense(plan, be, pf, off_f, ps, off_s, base_r, off_r, ldr, add_c, alpha, beta) -> None:
-    """The structured operand's dense form (``be.densify``, one scratch matrix reused along
-    the batch, which runs in stream order) times the general one by GEMM."""
+    """The structured operand's dense form (``be.densify``) times the general one by GEMM: a
+    uniform batch in two calls (every dense form in one launch, one strided-batched GEMM),
+    else matrix by matrix through one scratch matrix (reused in stream order)."""
     m, n, k, isz = plan.m, plan.n, plan.k, be.itemsize
-    scratch = be.alloc(k * k)
     op_s = N if plan.first.trans == plan.frame_t else 1
     lower = plan.uplo == 0
     b = beta if plan.c is not None else 0
+    if add_c is not None:  # R <- op(c), then the GEMMs add to it with beta
+        pc, off_c, ldc = add_c
+
+        def copy_c(i):
+            src = pc + int(off_c[i]) * isz
+            be.geam(plan.c_op, plan.c_op, m, n, 1, src, ldc, 0, src, ldc,
+                    base_r + int(off_r[i]) * isz, ldr)
+
+        be.for_batch(plan.count, copy_c, work=m * n)
+    steps = [_progression(o) for o in (off_f, off_s, off_r)]
+    if plan.count > 1 and None not in steps:
+        scratch = be.alloc(plan.count * k * k)
+        be.densify(plan.dense, lower, k, pf + int(off_f[0]) * isz, plan.first.ld, scratch, k,
+                   count=plan.count, stride_a=steps[0], stride_out=k * k)
+        f = (scratch, k, k * k)
+        s = (ps + int(off_s[0]) * isz, plan.second.ld, steps[1])
+        first, second = (f, s) if plan.side == 0 else (s, f)
+        ops = (op_s, N) if plan.side == 0 else (N, op_s)
+        be.gemm_strided(*ops, m, n, k, alpha, *first, *second, b,
+                        base_r + int(off_r[0]) * isz, ldr, steps[2], plan.count)
+        return
+    scratch = be.alloc(k * k)
     for i in range(plan.count):
         r = base_r + int(off_r[i]) * isz
-        if add_c is not None:
-            pc, off_c, ldc = add_c
-            src = pc + int(off_c[i]) * isz
-            be.geam(plan.c_op, plan.c_op, m, n, 1, src, ldc, 0, src, ldc, r, ldr)
         be.densify(plan.dense, lower, k, pf + int(off_f[i]) * isz, plan.first.ld, scratch, k)
         s = ps + int(off_s[i]) * isz
         if plan.side == 0:

@@ -200,9 +200,10 @@ class _Shaped:
         self.dtype = op.dtype
 
 
-def plan_matmul(a, b, c, quals, *, inplace: bool = False, dense: bool = False) -> Plan:
+def plan_matmul(a, b, c, quals, *, inplace: bool = False, dense: bool | str = False) -> Plan:
     """Plan ``alpha * qa(a) @ qb(b) + beta * c`` (operands: :class:`Operand` or anything with
-    ``shape``/``strides``/``dtype``/``conj``; ``quals``: three :class:`Qualifier`)."""
+    ``shape``/``strides``/``dtype``/``conj``; ``quals``: three :class:`Qualifier`; ``dense``:
+    a GEMM on the structured operand's dense form, ``"batch"`` for batches only)."""
     qa, qb, _ = quals
     for op, name in ((a, "a"), (b, "b")) + (((c, "c"),) if c is not None else ()):
         _check_dtype(op, name)
@@ -272,7 +273,10 @@ def plan_matmul(a, b, c, quals, *, inplace: bool = False, dense: bool = False) -
         _plan_gemm(plan, ma, mb, mc)
     else:
         _plan_structured(plan, ma, mb, mc, qa, qb)
-    if dense and plan.kind in ("trmm", "symm", "hemm") and not plan.first.preps:
+    if dense == "batch":  # dense for batches of matrices of order <= 1024 only
+        dense = plan.count > 1 and plan.k <= 1024
+    if dense and plan.kind in ("trmm", "symm", "hemm") and not plan.first.preps \
+            and not plan.first.conj:  # a conjugated triangle stays with trmm's op C
         from ._densify import MODES
 
         kind = (qa if qa.kind != "ge" else qb)

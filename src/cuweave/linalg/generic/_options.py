@@ -96,25 +96,27 @@ class MatmulOptions:
     allocator : BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync or None
         Where temporary device buffers come from (:mod:`cuweave.memory`; default: the
         operands' package pool, else cuda.core). Results come from the operands' package.
-    structured : "native" or "dense"
+    structured : "auto", "native" or "dense"
         EXT, GPU only: how a triangular, symmetric or Hermitian operand is multiplied:
-        ``"native"`` (cuBLAS trmm / symm / hemm, reading one triangle; the default, as
-        nvmath-python) or ``"dense"`` (its dense form written by one kernel pass into a
-        scratch matrix, then a GEMM: one more n x n buffer, whichever cuBLAS runs faster for
-        the shape). The CPU always runs the structured BLAS routine.
+        ``"native"`` (cuBLAS trmm / symm / hemm, reading one triangle, as nvmath-python) or
+        ``"dense"`` (its dense form written by one kernel pass into a scratch matrix, then a
+        GEMM: one more n x n buffer per matrix). ``"auto"`` (the default): native for one
+        matrix, dense for a batch of matrices of order <= 1024 (one launch and one strided
+        batched GEMM instead of a cuBLAS call per matrix). The CPU always runs the structured
+        BLAS routine.
     """
 
     inplace: bool = False
     logger: logging.Logger | None = None
     blocking: bool | str = "auto"
     allocator: Any = None
-    structured: str = "native"
+    structured: str = "auto"
 
     def __post_init__(self):
         _check_bool(self, "inplace")
         _check_common(self)
-        if self.structured not in ("native", "dense"):
-            raise InvalidOptionError(f"structured must be 'native' or 'dense', got "
+        if self.structured not in ("auto", "native", "dense"):
+            raise InvalidOptionError(f"structured must be 'auto', 'native' or 'dense', got "
                                      f"{self.structured!r}")
 
 

@@ -97,7 +97,9 @@ class _Product:
         quals = parse_qualifiers(qualifiers, c is not None)
         self.plan = plan_matmul(*ops, *([None] if c is None else []), quals,
                                 inplace=options.inplace,
-                                dense=options.structured == "dense" and not self.on_cpu)
+                                dense=False if self.on_cpu else
+                                {"dense": True, "native": False}.get(options.structured,
+                                                                     "batch"))
         self.dtype = first.dtype
         self.alpha = _scalar(alpha, 1, self.dtype, "alpha")
         self.beta = _scalar(beta, 0, self.dtype, "beta") if c is not None else 0
