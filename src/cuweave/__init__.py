@@ -34,6 +34,7 @@ __all__ = [
     "__version__",
     "linalg",
     "fft",
+    "tensor",
     "device",
     "info",
     "is_available",
@@ -56,7 +57,7 @@ __all__ = [
     "CufftError",
 ]
 
-_SUBMODULES = ("linalg", "fft", "device", "distributed", "torch")
+_SUBMODULES = ("linalg", "fft", "tensor", "device", "distributed", "torch")
 
 
 def __getattr__(name: str):
