@@ -306,7 +306,9 @@ def upload(be: CudaBackend, host: np.ndarray) -> int:
     """A device copy of the C- or F-contiguous (or dense) host array ``host``: its address,
     the same element layout as ``host``'s buffer."""
     nbytes = host.nbytes
-    ptr = be.alloc(max(host.size, 1))
+    mem = be.alloc_bytes(nbytes)
+    be.keep.append(mem)
+    ptr = mem.device_ptr
     cuda.memcpy_async(ptr, _lowest(host), nbytes, be.stream)
     be.keep.append(host)  # the copy reads it until the stream gets there
     return ptr
