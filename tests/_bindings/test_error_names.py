@@ -23,3 +23,12 @@ def test_cufft_error_class_catches_cuweave_cufft_failures():
     with pytest.raises(cufft.cuFFTError):
         raise CufftError(5, "cufftMakePlanMany64")
     assert not issubclass(cufft.cuFFTError, CublasLtError)
+
+
+def test_heuristic_result_dtype_is_the_c_structure():
+    import ctypes
+
+    from cuweave._bindings import cublaslt as lt
+    from cuweave.bindings import cublasLt
+
+    assert cublasLt.matmul_heuristic_result_dtype.itemsize == ctypes.sizeof(lt.HeuristicResult)

@@ -1,4 +1,5 @@
-"""``nvmath.bindings.cublasLt``'s error class, so that nvmath programs' ``except
+"""``nvmath.bindings.cublasLt``'s error class (and the record type of
+``Algorithm.as_numpy``), so that nvmath programs' ``except
 nvmath.bindings.cublasLt.cuBLASLtError`` clauses catch cuweave's cuBLASLt failures after the
 import is renamed.
 
@@ -15,5 +16,6 @@ True
 from __future__ import annotations
 
 from .._internal.errors import CublasLtError as cuBLASLtError
+from ..linalg.advanced._algorithm import matmul_heuristic_result_dtype
 
-__all__ = ["cuBLASLtError"]
+__all__ = ["cuBLASLtError", "matmul_heuristic_result_dtype"]
