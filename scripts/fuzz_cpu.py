@@ -124,7 +124,8 @@ def make_recipe(rng, shape, dtype, *, pkg="np", layouts=None, flags=True, values
         else:
             layout = "c"
     rec = {"pkg": pkg, "shape": shape, "dtype": dtype, "layout": layout,
-           "overlaps": _self_overlap(shape, strides), "strides": strides, "offset": offset, "misalign": 0, "bswap": False,
+           "overlaps": _self_overlap(shape, strides), "strides": strides, "offset": offset,
+           "misalign": 0, "bswap": False,
            "ro": False, "conj": False, "seed": int(rng.integers(1 << 30)), "values": values,
            "pad": int(rng.choice([8, 16, 64]))}
     if flags and pkg in ("np", "dlpack"):
