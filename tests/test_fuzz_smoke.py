@@ -117,6 +117,17 @@ KNOWN = {
             lambda c, cat, m: c["target"] == "npfft" and cat == "wrong-result" and (
                 "numpy gives float16" in m or (c.get("out") and re.search(
                     r"max error \d(\.\d+)?e-0[5-9]", m) is not None))),
+    "F20": ("cuweave.fft.numpy's AxisError is not numpy.exceptions.AxisError",
+            lambda c, cat, m: cat == "error-mismatch" and m.startswith("AxisError")
+            and "numpy raises AxisError" in m),
+    "F21": ("cuweave.fft.numpy raises other error types than NumPy for bad axes/s/norm "
+            "(InvalidOptionError where NumPy raises AxisError/IndexError/TypeError; another "
+            "validation order when several arguments are bad)",
+            lambda c, cat, m: cat == "error-mismatch" and c["target"] in ("npfft", "scipy")
+            and re.match(r"(InvalidOptionError|InvalidOperandError|AxisError|"
+                         r"OperandTypeError): (norm|axes|axis|s|n|x) ", m) is not None
+            and re.search(r"(numpy|scipy) raises (AxisError|IndexError|TypeError|"
+                          r"UFuncTypeError)", m) is not None),
 }
 
 
