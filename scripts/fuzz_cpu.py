@@ -2077,10 +2077,25 @@ class Worker:
             self.proc.wait(10)
 
 
+def _may_corrupt(case, ans):
+    """Did this case write where it must not (beyond what the guards see, perhaps)?"""
+    if ans["outcome"] in ("crash", "hang"):
+        return True  # a confirming run that did not crash may still have corrupted memory
+    for cat, _ in ans["findings"]:
+        if cat in ("guard-write", "input-modified"):
+            return True
+        if cat == "wrong-result" and case.get("inplace") and case["ops"].get(
+                case["inplace"], {}).get("pkg") in ("dlpack", "dlpack_bytes", "mmap"):
+            return True  # written through DLPack at wrong addresses
+    return False
+
+
 def run_cases(cases, progress=None, confirm=True):
     """Run ``cases`` in a child process; returns a list of (case, answer). The child is
     restarted after a crash, a hang or a write outside a guard (the heap may be corrupt); a
-    crash is run again alone in a fresh child to confirm it is this case's (``confirm``)."""
+    crash is run again alone in a fresh child to confirm it is this case's (``confirm``).
+    Restarts make a crash or an odd error here the case's own, not the aftermath of an
+    earlier case's write into read-only memory or outside a target."""
     results = []
     worker = Worker()
     try:
@@ -2096,8 +2111,8 @@ def run_cases(cases, progress=None, confirm=True):
                     ans["findings"] = [("crash", ans["findings"][0][1] + "; not reproduced "
                                         f"alone: memory corrupted earlier (case {prev} ran "
                                         "just before)")]
-            if any(f[0] == "guard-write" for f in ans["findings"]) and worker.alive:
-                worker.close()
+            if _may_corrupt(case, ans) and worker.alive:
+                worker.close()  # the heap may be corrupt beyond the guards: a fresh child
                 worker = Worker()
             results.append((case, ans))
             if progress and (i + 1) % progress == 0:
