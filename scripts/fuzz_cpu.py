@@ -1336,12 +1336,18 @@ def run_npfft(case, findings, lib):
             built["out"] = Built(orec)
             case = dict(case, inplace="out", ops=dict(case["ops"], out=orec))
             out_ref = Built(orec).obj
-            ref = e_ref = None
+            ref0, ref = ref, None
+            e_ref = None
             try:
                 args, kw = _np_args(case, a_ref(), out_ref)
                 ref = ref_fn(*args, **kw)
             except Exception as e:  # noqa: BLE001
                 e_ref = e
+                if ref0 is not None and tuple(out_ref.shape) == tuple(ref0.shape) and \
+                        np.can_cast(ref0.dtype, out_ref.dtype, "same_kind"):
+                    # a fitting out= NumPy fails on (its N-D paths with s= reuse out for
+                    # intermediate shapes): a NumPy bug, judged as NumPy ignoring out=
+                    ref, e_ref = ref0, None
             out_cw = built["out"].obj
         res = err = None
         try:

@@ -130,9 +130,11 @@ KNOWN = {
     "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
             lambda c, cat, m: c["target"] in ("npfft", "scipy")
             and "at least one dimension" in m),
-    "F16": ("cuweave.fft.numpy accepts zero-length transforms NumPy refuses (item 7)",
+    "F16": ("cuweave.fft.numpy (and the scipy backend serving NumPy arrays) computes "
+            "zero-length transforms NumPy/SciPy refuse (item 7)",
             lambda c, cat, m: cat == "accepts-invalid"
-            and "Invalid number of FFT data points (0)" in m),
+            and ("Invalid number of FFT data points (0)" in m  # NumPy's words
+                 or "invalid number of data points ([0])" in m)),  # SciPy's
     "F17": ("cuweave.fft.numpy accepts out= of a dtype NumPy's casting refuses (item 7)",
             lambda c, cat, m: cat == "accepts-invalid" and "same_kind" in m),
     "F18": ("cuweave.fft.numpy refuses repeated axes that NumPy transforms twice",
@@ -150,7 +152,7 @@ KNOWN = {
             "validation order when several arguments are bad)",
             lambda c, cat, m: cat == "error-mismatch" and c["target"] in ("npfft", "scipy")
             and re.match(r"(InvalidOptionError|InvalidOperandError|AxisError|"
-                         r"OperandTypeError): (norm|axes|axis|s|n|x) ", m) is not None
+                         r"OperandTypeError): (norm|axes|axis|s|n|x|out) ", m) is not None
             and re.search(r"(numpy|scipy) raises (AxisError|IndexError|TypeError|"
                           r"UFuncTypeError)", m) is not None),
 }
