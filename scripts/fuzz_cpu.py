@@ -2186,8 +2186,8 @@ def summarize(results, seed, wall_s):
             "findings_per_category": {c: per_cat[c] for c in CATEGORIES + ("fuzzer-error",)
                                       if per_cat[c]},
             "outcomes": {f"{t}:{o}": n for (t, o), n in sorted(outcomes.items())},
-            "findings_per_known_defect": {k: [known[k][0], per_known[k]] for k in known
-                                          if per_known[k]},
+            "findings_per_known_defect": {k: [known[k][0], per_known[k]] for k in sorted(
+                known, key=lambda k: (len(k), k)) if per_known[k]},
             "unknown_findings": sum(1 for f in failures if not f["known"]),
             "failures": failures,
             "distinct": sorted(groups.values(), key=lambda g: (CATEGORIES.index(g["category"])

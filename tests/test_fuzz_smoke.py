@@ -97,13 +97,6 @@ KNOWN = {
     "F05": ("torch tensors with the lazy conjugate bit as in-place targets (item 12)",
             lambda c, cat, m: _target(c) is not None and _target(c)["conj"]
             and cat in ("wrong-result", "accepts-invalid")),
-    "F22": ("matmul reads a lazily conjugated torch c without its conjugate: "
-            "a@b + conj(c)",
-            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
-            and c["ops"].get("c", {}).get("conj", False) and c.get("inplace") != "c"),
-    "F23": ("tensor contractions lose a summed mode whose stride is 0 in every input "
-            "(broadcast views): the sum counts it once",
-            lambda c, cat, m: cat == "wrong-result" and _zero_stride_contracted_mode(c)),
     "F06": ("one planned object shared by threads returns another thread's result (item 13)",
             lambda c, cat, m: cat == "thread-race"),
     "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
@@ -155,6 +148,13 @@ KNOWN = {
                          r"OperandTypeError): (norm|axes|axis|s|n|x|out) ", m) is not None
             and re.search(r"(numpy|scipy) raises (AxisError|IndexError|TypeError|"
                           r"UFuncTypeError)", m) is not None),
+    "F22": ("matmul reads a lazily conjugated torch c without its conjugate: "
+            "a@b + conj(c)",
+            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
+            and c["ops"].get("c", {}).get("conj", False) and c.get("inplace") != "c"),
+    "F23": ("tensor contractions lose a summed mode whose stride is 0 in every input "
+            "(broadcast views): the sum counts it once",
+            lambda c, cat, m: cat == "wrong-result" and _zero_stride_contracted_mode(c)),
 }
 
 
