@@ -209,6 +209,8 @@ def reproducer(case, finding=None):
         lines.append("import torch")
     if case["target"] == "scipy":
         lines.append("import scipy.fft")
+    if any(r["pkg"] == "mmap" for r in ops.values()):
+        lines.append("import mmap, tempfile")
     if any(r["pkg"] in ("dlpack", "dlpack_bytes", "mmap") for r in ops.values()):
         lines.append(PRODUCER_CODE)
     t = case["target"]
@@ -265,32 +267,53 @@ def _stateful_code(case):
     return lines
 
 
+def _np_args_code(case, kw, out):
+    """The call's arguments as code (by name or by position, as the case says)."""
+    if out:
+        kw = dict(kw, out=None)
+    if case.get("keywords") or case["target"] == "scipy":
+        return ", ".join(["a"] + [f"{k}={out if k == 'out' else code_of(v)}"
+                                  for k, v in kw.items()])
+    names = (["n", "axis", "norm", "out"] if case["fn"] in _ONE_D else
+             ["s", "axes", "norm", "out"])
+    given = [i for i, nm in enumerate(names) if nm in kw]
+    return ", ".join(["a"] + ([(out if nm == "out" else code_of(kw.get(nm)))
+                               for nm in names[:max(given) + 1]] if given else []))
+
+
 def _np_code(case):
+    """NumPy/SciPy and cuweave on the same arguments, each error printed."""
     lines = _operand_lines(case)
     kw = dict(case["kw"])
-    if case.get("out"):
-        lines.append(f"# out: dtype {case['out']['dtype']}, layout {case['out']['layout']}, "
-                     "shape of NumPy's result" + (" + 1 on the last axis"
-                                                  if case['out']['shape_delta'] else ""))
-        kw["out"] = {"$": "name", "v": "out"}
-    if case.get("keywords") or case["target"] == "scipy":
-        args = ["a"] + [f"{k}={'out' if k == 'out' else code_of(v)}" for k, v in kw.items()]
-    else:
-        names = (["n", "axis", "norm", "out"] if case["fn"] in _ONE_D else
-                 ["s", "axes", "norm", "out"])
-        given = [i for i, nm in enumerate(names) if nm in kw]
-        args = ["a"] + ([("out" if nm == "out" else code_of(kw.get(nm)))
-                         for nm in names[:max(given) + 1]] if given else [])
-    call = ", ".join(args)
+    mod = "scipy.fft" if case["target"] == "scipy" else "np.fft"
+    fn = case["fn"]
+    if case.get("out"):  # out= of NumPy's result shape (strides of the layout approximated)
+        spec = case["out"]
+        lines.append("try:")
+        lines.append(f"    shape = list(np.shape({mod}.{fn}({_np_args_code(case, kw, '')})))")
+        lines.append("except Exception:")
+        lines.append("    shape = list(np.shape(a))")
+        if spec["shape_delta"]:
+            lines.append("shape[-1] += 1  # one more than NumPy's result")
+        make = f"np.zeros(shape, {spec['dtype']!r})"
+        if spec["layout"] == "f":
+            make = f"np.asfortranarray({make})"
+        elif spec["layout"] == "slice":
+            make = (f"np.zeros([2 * n for n in shape], {spec['dtype']!r})"
+                    "[tuple(slice(None, None, 2) for _ in shape)]")
+        lines.append(f"out_np, out = {make}, {make}")
+    call_ref = _np_args_code(case, kw, "out_np" if case.get("out") else "")
+    call = _np_args_code(case, kw, "out" if case.get("out") else "")
+    lines += ["try:", f"    ref = {mod}.{fn}({call_ref})",
+              f"except Exception as e:\n    print('{mod} raises', type(e).__name__, e)"]
     if case["target"] == "scipy":
-        lines.append(f"ref = scipy.fft.{case['fn']}({call})")
         if case.get("served_on_cpu"):
             lines.append(SERVE_ON_CPU_CODE)
-        lines.append("with scipy.fft.set_backend(cuweave.fft.scipy_backend):")
-        lines.append(f"    r = scipy.fft.{case['fn']}({call})")
+        lines += ["try:", "    with scipy.fft.set_backend(cuweave.fft.scipy_backend):",
+                  f"        r = scipy.fft.{fn}({call})"]
     else:
-        lines.append(f"ref = np.fft.{case['fn']}({call})")
-        lines.append(f"r = cuweave.fft.numpy.{case['fn']}({call})")
+        lines += ["try:", f"    r = cuweave.fft.numpy.{fn}({call})"]
+    lines.append("except Exception as e:\n    print('cuweave raises', type(e).__name__, e)")
     return lines
 
 

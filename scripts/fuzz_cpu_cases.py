@@ -299,9 +299,15 @@ def recipe_code(name, rec):
                      f"offset={start}, strides={strides})  # layout {rec['layout']}")
         lines.append(f"{name}[...] = {vals}")
     if pkg in ("dlpack_bytes", "mmap"):
-        lines.append(f"{name} = np.ndarray({shape}, {dt.str!r}, buffer=bytes({name}.base), "
+        data = f"{name}.tobytes()" if simple else f"bytes({name}.base)"
+        where = "immutable bytes"
+        if pkg == "mmap":
+            lines.append(f"_f = tempfile.TemporaryFile(); _f.write({data}); _f.flush()")
+            data = "mmap.mmap(_f.fileno(), 0, access=mmap.ACCESS_READ)"
+            where = "a PROT_READ mapping"
+        lines.append(f"{name} = np.ndarray({shape}, {dt.str!r}, buffer={data}, "
                      f"offset={start if not simple else 0}, strides={name}.strides)"
-                     "  # read-only memory (immutable bytes)")
+                     f"  # read-only memory ({where})")
     if rec["ro"]:
         lines.append(f"{name}.flags.writeable = False")
     if pkg == "list":
