@@ -102,8 +102,6 @@ KNOWN = {
     "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
             lambda c, cat, m: c["target"] == "lifecycle" and cat == "untyped-error"
             and re.search(r"(pickle|deepcopy|copy)", m) is not None),
-    "F08": ("Algorithm('x') raises an untyped TypeError (item 14)",
-            lambda c, cat, m: cat == "untyped-error" and "_algorithm.py" in m),
     "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",
             lambda c, cat, m: c["target"] == "huge" and cat == "untyped-error"
             and "MemoryError" in m),
