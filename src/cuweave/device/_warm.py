@@ -48,12 +48,22 @@ def warm_cache(configs, max_workers=None) -> list:
     """Build several device objects at once, generating the code of those missing from the
     disk cache in parallel processes; returns them in order.
 
-    ``configs`` is an iterable of keyword dicts: one with ``fft_type`` builds an
-    :class:`~cuweave.device.FFT`, one naming a cuSOLVERDx ``function`` a
-    :class:`~cuweave.device.Solver`, one with ``solver=`` (a class such as
-    :class:`~cuweave.device.CholeskySolver`, or its name) that class, one whose ``size`` is
-    ``(m, n, k)`` a :class:`~cuweave.device.Matmul`. Invalid knobs raise before any code is
-    generated.
+    Parameters
+    ----------
+    configs : iterable of dict
+        Keyword arguments, one dict per object: one with ``fft_type`` builds an
+        :class:`~cuweave.device.FFT`, one naming a cuSOLVERDx ``function`` a
+        :class:`~cuweave.device.Solver`, one with ``solver=`` (a class such as
+        :class:`~cuweave.device.CholeskySolver`, or its name) that class, one whose ``size`` is
+        ``(m, n, k)`` a :class:`~cuweave.device.Matmul`. Invalid knobs raise before any code is
+        generated.
+    max_workers : int, optional
+        Worker processes (default: one per core).
+
+    Returns
+    -------
+    list
+        The objects, in the order of ``configs``.
     """
     from .._internal.errors import InvalidOptionError
     from .cusolverdx import is_solver_config, warm_solver_cache
