@@ -257,6 +257,15 @@ def test_functions_of_one_object_share_one_launch(cls, size, precision, bpb):
         s.batches_per_block == alone[0].batches_per_block
 
 
+def test_docstring_examples():
+    import doctest
+
+    from cuweave.device import cusolverdx
+
+    res = doctest.testmod(cusolverdx, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 0 and res.failed == 0
+
+
 def test_nvmath_names():
     from cuweave.device import cusolverdx
 
@@ -566,6 +575,7 @@ GPU_KERNELS = [  # every path of the kernel builders there
     ("trsm", "complex128", "cr", "medium", {"side": "right", "diag": "unit"}, (33, 35)),
     ("gesv_partial_pivot", "complex128", "rr", "medium", {}, None),
     ("lq", "complex64", "cc", "medium", {}, None),
+    ("lq", "float64", "rr", "small", {}, None),           # reflectors moved (reflector_move)
     ("gels", "float64", "cr", "small", {}, None),
     ("lu_pivot", "float64", "rr", (6, 6, 1), {"execution": "Thread"}, None),
 ]
@@ -627,3 +637,123 @@ def test_examples_lower(compile_kernel, monkeypatch, example):
                                  types.Array(types.float32, 2, "C"), _sig(i4)[0]),
     }
     assert len(compile_kernel(kernel.py_func, sigs[example])) > 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# The host checks of test_solver_gpu.py against emulated kernel outputs
+# ---------------------------------------------------------------------------------------------
+
+
+def _emulated_trsm(s, a, b):
+    """What the GPU's trsm kernel leaves: A and info untouched, B overwritten by X."""
+    from tests.device import test_solver_gpu as g
+
+    tri = np.tril(a) if s.fill_mode == "lower" else np.triu(a)
+    if s.diag == "unit":
+        idx = np.arange(tri.shape[1])
+        tri[:, idx, idx] = 1
+    op = g._op(tri, s.transpose_mode)
+    if s.side == "left":
+        x = np.linalg.solve(op, b)
+    else:  # X op(A) = B
+        x = np.swapaxes(np.linalg.solve(np.swapaxes(op, 1, 2), np.swapaxes(b, 1, 2)), 1, 2)
+    info = np.full(a.shape[0], g.POISON, np.int32)
+    ipiv = np.zeros((a.shape[0], min(s.m, s.n)), np.int32)
+    return a, b, a.copy(), x.astype(b.dtype), ipiv, info
+
+
+@pytest.mark.parametrize("config, knobs", [
+    (("trsm", "float64", "rr", "small"), {}),
+    (("trsm", "complex128", "cr", "medium"),
+     {"side": "right", "fill_mode": "upper", "diag": "unit", "transpose_mode": "conj_transposed"}),
+])
+def test_gpu_trsm_check_wants_info_untouched_and_the_solution(config, knobs):
+    """cuSOLVERDx's trsm has no info (nvmath's TriangularSolver.solve(a, b, lda, ldb)): the
+    check passes the poison and rejects a written info, a changed A or a wrong X."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    from tests.device import test_solver_gpu as g
+
+    s = g.make_solver(*config, sm=90, **knobs)
+    rng = np.random.default_rng(0)
+    a, b = g._inputs("trsm", s, 2 * s.batches_per_block, rng)
+    out = _emulated_trsm(s, a, b)
+    g.check_linear("trsm", s, *out)
+    written_info = out[:5] + (np.zeros_like(out[5]),)
+    changed_a = out[:2] + (out[2] + np.eye(a.shape[1], dtype=a.dtype),) + out[3:]
+    wrong_x = out[:3] + (out[3] * 1.001,) + out[4:]
+    for bad in (written_info, changed_a, wrong_x):
+        with pytest.raises(AssertionError):
+            g.check_linear("trsm", s, *bad)
+
+
+def _householder_q(refl, tau, function):
+    """Q (or Q^T) of real LAPACK reflectors: geqrf's below the diagonal of the M x K columns,
+    ``Q = H(1) ... H(K)``; gelqf's right of the diagonal of the K x N rows, where
+    ``H(K) ... H(1)`` is Q and A = L Q."""
+    vecs = refl if function == "qr" else refl.T  # reflector j in column j
+    q = np.eye(vecs.shape[0])
+    for j, t in enumerate(tau):
+        v = np.concatenate([np.zeros(j), [1.0], vecs[j + 1:, j]])
+        q = q @ (np.eye(len(v)) - t * np.outer(v, v))
+    return q if function == "qr" else q.T
+
+
+def _emulated_orthogonal(function, fact, mult, a, move):
+    """The GPU's QR/LQ kernel with LAPACK's dgeqrf for the factorization (dgelqf: dgeqrf of
+    A^T), the multiply reading its reflectors through its own strides, from the
+    factorization's buffer (``move`` None, the first kernel) or after the kernel's move."""
+    from scipy.linalg import lapack
+
+    from tests.device import test_solver_gpu as g
+
+    f, tau = [], []
+    for p in range(a.shape[0]):
+        x = a[p] if function == "qr" else a[p].T
+        r, t = lapack.dgeqrf(np.asfortranarray(x))[:2]
+        f.append(r if function == "qr" else r.T)
+        tau.append(t)
+    f = np.array(f)
+    fbuf = g.pack(f, fact.a_shape, fact.a_strides(), fact.a_size())
+    if move is None:
+        refl = g.unpack(fbuf, mult.a_shape, mult.a_strides(), fact.a_size())
+    else:
+        rows, cols, src, dst = move
+        blocks = fbuf.size // fact.a_size()
+        rbuf = np.zeros((blocks, mult.a_size()), fbuf.dtype)
+        for i in range(fact.batches_per_block * rows * cols):
+            s, d = g.reflector_index(i, rows, cols, *src, *dst)
+            rbuf[:, d] = fbuf.reshape(blocks, -1)[:, s]
+        refl = g.unpack(rbuf.ravel(), mult.a_shape, mult.a_strides(), mult.a_size())
+    q = np.array([_householder_q(refl[p], tau[p], function) for p in range(a.shape[0])])
+    c = np.swapaxes(q, 1, 2) @ a if function == "qr" else a @ np.swapaxes(q, 1, 2)
+    return f, c
+
+
+MOVE_CASES = [("lq", "float64", "rr", "small"), ("qr", "float32", "cc", (4, 7, 1)),
+              ("lq", "float64", "cc", "small"), ("qr", "float64", "rr", "small")]
+
+
+@pytest.mark.parametrize("config", MOVE_CASES, ids=["-".join(map(str, c)) for c in MOVE_CASES])
+def test_gpu_qr_lq_kernel_moves_reflectors_where_layouts_differ(config):
+    """The multiply's A (K x N for LQ, M x K for QR) has its own batch stride: a row-major LQ
+    with M > N or a column-major QR with M < N, several problems per block, read the wrong
+    problems' reflectors from the factorization's buffer. The first kernel, emulated with
+    LAPACK, gives the H100 run's lq-float64-rr-small failure to the last digit (same seed and
+    problems); the move fixes it."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    from tests.device import test_solver_gpu as g
+
+    fact, mult = g.make_solver(*config, sm=90)
+    move = g.reflector_move(fact, mult)
+    differ = config in MOVE_CASES[:2]
+    assert (move is not None) == differ and fact.batches_per_block > 1
+    rng = np.random.default_rng(g.ALL.index(config) if config in g.ALL else 0)
+    a = g.random((24 * fact.batches_per_block, fact.m, fact.n), fact.value_type, rng)
+    g.check_orthogonal(config[0], fact, a, *_emulated_orthogonal(config[0], fact, mult, a,
+                                                                 move))
+    if differ:
+        with pytest.raises(AssertionError) as failed:
+            g.check_orthogonal(config[0], fact, a,
+                               *_emulated_orthogonal(config[0], fact, mult, a, None))
+        if config == MOVE_CASES[0]:  # the run's 'assert np.float64(4.184326542309147) < ...'
+            assert "4.18432654230914" in str(failed.value)

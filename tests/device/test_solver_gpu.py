@@ -8,12 +8,13 @@ arrangements; ``CUWEAVE_SOLVER_FULL_GRID=1`` adds the other 16 of the full produ
 ``slow``). Also padded and run-time
 leading dimensions, transposed solves, ``batches_per_block='suggested'``, Thread execution, and
 non-positive-definite / singular problems (``info`` as LAPACK reports it, the other problems of
-the block unharmed).
+the block unharmed). trsm has no ``info``: its buffer must keep its poison and A its values.
 
 Each kernel copies its block's problems from global memory, laid out on the host exactly as in
 shared memory (the solver's strides), calls the solver and copies back; the code of every
 configuration is generated first, in parallel (``warm_cache``). One kernel per configuration:
-about 60 kernels for the default selection.
+about 60 kernels for the default selection. QR/LQ kernels move the reflectors into the
+multiply's own layout where it differs from the factorization's (``reflector_move``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ FUNCTIONS = {"cholesky": "square", "lu": "square", "lu_pivot": "square", "trsm":
              "qr": "qr", "lq": "qr", "gels": "gels", "posv": "square",
              "gesv_no_pivot": "square", "gesv_partial_pivot": "square"}
 BLOCKS = 24  # thread blocks per launch
+POISON = -7  # what info and ipiv hold before a kernel runs
 
 ALL = list(itertools.product(FUNCTIONS, DTYPES, ARRANGEMENTS, ("small", "medium")))
 # every dtype with both size classes, the arrangement rotating: 8 of 24 per function
@@ -260,25 +262,70 @@ def linear_kernel(s, kind: str, lds=None, fused=None):
     return kernel, (n_a, n_b, n_p)
 
 
+def reflector_index(i, rows, cols, s0, s1, s2, d0, d1, d2):
+    """Element ``i`` (problem, row, column, in that order) of a ``rows x cols`` operand: its
+    offset with strides ``(s0, s1, s2)`` and with ``(d0, d1, d2)``."""
+    p, rest = i // (rows * cols), i % (rows * cols)
+    r, c = rest // cols, rest % cols
+    return p * s0 + r * s1 + c * s2, p * d0 + r * d1 + c * d2
+
+
+def reflector_move(fact, mult):
+    """``(rows, cols, src_strides, dst_strides)`` copying the K reflectors a factorization
+    left in its A into the layout of the multiply's A, or None where they coincide.
+
+    The multiply's A holds only the reflectors: K x N for LQ (right side), M x K for QR (left
+    side), K = min(M, N). Its problems lie ``lda * K`` elements apart where the
+    factorization's M x N ones lie ``lda * M`` (row-major LQ) or ``lda * N`` (column-major
+    QR) apart: with several problems per block, a row-major LQ with M > N or a column-major
+    QR with M < N reads the wrong problems' reflectors from the factorization's buffer (the
+    first run on an H100: lq-float64-rr-small, every problem but each block's first wrong)."""
+    src, dst = fact.a_strides(), mult.a_strides()
+    if src == dst:
+        return None
+    return (*mult.a_shape[1:], src, dst)
+
+
 def orthogonal_kernel(fact, mult):
-    """Kernel ``(a, c, tau)``: factorize A, then multiply C (a copy of A) by op(Q)."""
+    """Kernel ``(a, c, tau)``: factorize A, then multiply C (a copy of A) by op(Q), the
+    reflectors moved into the multiply's layout first where it differs (``reflector_move``)."""
     from numba import cuda
 
     n_a, n_c, n_t = fact.a_size(), mult.c_size(), fact.tau_size
     vt = fact.value_type
     load, store = _copy(cuda, fact.block_size)
+    move = reflector_move(fact, mult)
+    n_r = 1 if move is None else mult.a_size()
+    if move is None:
+        def apply(sa, sr, st, sc):
+            mult.multiply(sa, st, sc)
+    else:
+        rows, cols, (s0, s1, s2), (d0, d1, d2) = move
+        total, nthreads = fact.batches_per_block * rows * cols, fact.block_size
+        index = cuda.jit(device=True, forceinline=True)(reflector_index)
+
+        def apply(sa, sr, st, sc):
+            tid = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y *
+                                                         cuda.threadIdx.z)
+            for i in range(tid, total, nthreads):
+                src, dst = index(i, rows, cols, s0, s1, s2, d0, d1, d2)
+                sr[dst] = sa[src]
+            cuda.syncthreads()
+            mult.multiply(sr, st, sc)
+    apply = cuda.jit(device=True, forceinline=True)(apply)
 
     @cuda.jit
     def kernel(a, c, tau):
         sa = cuda.shared.array(n_a, dtype=vt)
         sc = cuda.shared.array(n_c, dtype=vt)
         st = cuda.shared.array(n_t, dtype=vt)
+        sr = cuda.shared.array(n_r, dtype=vt)
         load(a, sa, n_a)
         load(c, sc, n_c)
         cuda.syncthreads()
         fact.factorize(sa, st)
         cuda.syncthreads()
-        mult.multiply(sa, st, sc)
+        apply(sa, sr, st, sc)
         cuda.syncthreads()
         store(sa, a, n_a)
         store(sc, c, n_c)
@@ -356,6 +403,9 @@ EXTRA = {  # name -> (function, dtype, arrangement, size, knobs)
                                "transpose_mode": "conj_transposed"}),
     "trsm_runtime_ld": ("trsm", "float32", "cc", "small", {}),
     "gels_transposed": ("gels", "float64", "cc", "medium", {"transpose_mode": "transposed"}),
+    # several problems per block whose reflectors the multiply reads in another layout
+    "qr_wide_cc": ("qr", "complex64", "cc", (4, 7, 1), {}),
+    "lq_tall_rr": ("lq", "complex128", "rr", "small", {}),
     "cholesky_thread": ("cholesky", "float32", "cc", (8, 8, 2), {"execution": "Thread"}),
     "lu_pivot_thread": ("lu_pivot", "float64", "rr", (6, 6, 1), {"execution": "Thread"}),
     "cholesky_not_spd": ("cholesky", "float64", "cc", "medium", {}),
@@ -421,8 +471,8 @@ def run_linear(function, s, rng, *, lds=None, a=None, fused=None):
     b_strides = s.b_strides() if lds is None else s.b_strides(ldb=lds[1])
     d_a = cuda.to_device(pack(a, s.a_shape, a_strides, n_a))
     d_b = cuda.to_device(pack(b, s.b_shape, b_strides, n_b))
-    d_p = cuda.to_device(np.full(BLOCKS * n_p, -7, np.int32))
-    d_info = cuda.to_device(np.full(problems, -7, np.int32))
+    d_p = cuda.to_device(np.full(BLOCKS * n_p, POISON, np.int32))
+    d_info = cuda.to_device(np.full(problems, POISON, np.int32))
     kernel[BLOCKS, s.block_dim](d_a, d_b, d_p, d_info, *(lds or (0, 0)))
     cuda.synchronize()
     out_a = unpack(d_a.copy_to_host(), s.a_shape, a_strides, n_a)
@@ -455,10 +505,18 @@ def _apply_pivots(a, ipiv):
 
 
 def check_linear(function, s, a, b, out_a, out_b, ipiv, info, bad=()):
-    """Factors and solutions of the good problems against float64; ``info`` zero there."""
+    """Factors and solutions of the good problems against float64; ``info`` zero there.
+
+    cuSOLVERDx's trsm takes no ``info`` (nor does nvmath's ``TriangularSolver.solve``): its
+    ``info`` must keep the poison the buffer was filled with, and A must come back as it went
+    in (only B is written)."""
     tol = 60 * max(s.m, s.n) * eps(s.value_type)
     good = np.setdiff1d(np.arange(a.shape[0]), list(bad))
-    assert (info[good] == 0).all(), f"info {info[good][info[good] != 0][:5]}"
+    if function == "trsm":
+        assert (info == POISON).all(), f"trsm wrote info: {info[info != POISON][:5]}"
+        assert np.array_equal(out_a, a), "trsm wrote into A"
+    else:
+        assert (info[good] == 0).all(), f"info {info[good][info[good] != 0][:5]}"
     a64, x = a[good].astype(np.complex128), out_b[good]
     mode = getattr(s, "transpose_mode", "non_transposed")
     if function == "trsm":
@@ -546,6 +604,13 @@ def test_qr_lq_factorize_and_multiply_match_float64(built, config):
     _orthogonal(config[0], fact, mult, np.random.default_rng(ALL.index(config)))
 
 
+@pytest.mark.parametrize("name", ["qr_wide_cc", "lq_tall_rr"])
+def test_qr_lq_reflectors_moved_to_the_multiply_layout(built, name):
+    fact, mult = built[name]
+    assert fact.batches_per_block > 1 and reflector_move(fact, mult) is not None
+    _orthogonal(EXTRA[name][0], fact, mult, np.random.default_rng(len(name)))
+
+
 def _gels(s, rng):
     from numba import cuda
 
@@ -620,7 +685,7 @@ def test_thread_execution(built, name):
     d_a = cuda.to_device(pack(a, s.a_shape, s.a_strides(), n_a))
     d_b = cuda.to_device(pack(b, s.b_shape, s.b_strides(), n_b))
     d_p = cuda.to_device(np.zeros(problems * n_p, np.int32))
-    d_info = cuda.to_device(np.full(problems, -7, np.int32))
+    d_info = cuda.to_device(np.full(problems, POISON, np.int32))
     kernel[(problems + 63) // 64, 64](d_a, d_b, d_p, d_info, problems)
     cuda.synchronize()
     out_a = unpack(d_a.copy_to_host(), s.a_shape, s.a_strides(), n_a)

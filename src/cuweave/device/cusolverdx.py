@@ -455,7 +455,12 @@ class _Multiply(_SolverAPI):
 @_operand_methods
 class QRMultiply(_Multiply):
     """Multiplication by Q of a QR factorization (``unmqr``); A is M x K (``side='left'``) or
-    N x K (``'right'``)."""
+    N x K (``'right'``).
+
+    A holds the reflectors only, its problems ``a_strides()[0]`` apart: for a column-major
+    QR of M < N that is not :class:`QRFactorize`'s stride, so with several problems per block
+    copy the reflectors into this layout before ``multiply`` (cuSOLVERDx reads them at its
+    own stride)."""
 
     _FUNCTION = "unmqr"
 
@@ -468,7 +473,24 @@ class QRMultiply(_Multiply):
 @_operand_methods
 class LQMultiply(_Multiply):
     """Multiplication by Q of an LQ factorization (``unmlq``); A is K x M (``side='left'``) or
-    K x N (``'right'``)."""
+    K x N (``'right'``).
+
+    A holds the reflectors only, its problems ``a_strides()[0]`` apart: for a row-major LQ
+    of M > N that is not :class:`LQFactorize`'s stride, so with several problems per block
+    copy the reflectors into this layout before ``multiply`` (cuSOLVERDx reads them at its
+    own stride).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> f = LQFactorize((7, 4), np.float64, "Block", sm=90, arrangement="row_major",
+    ...                 batches_per_block=2)
+    >>> m = LQMultiply((7, 4, 4), np.float64, "Block", "right", sm=90,
+    ...                arrangement=("row_major", "row_major"), batches_per_block=2,
+    ...                transpose_mode="transposed")
+    >>> f.a_strides(), m.a_strides()
+    ((28, 4, 1), (16, 4, 1))
+    """
 
     _FUNCTION = "unmlq"
 
