@@ -117,6 +117,17 @@ class _Settings:
     __slots__ = ("_store", "_alive", "_host_threads_ok")
 
     def __init__(self, store, alive, host_threads_ok=True):
+        """Made by :class:`DirectSolver` (its ``plan_config`` and siblings), not by users.
+
+        Parameters
+        ----------
+        store : object
+            The engine's settings store (``get(param)``/``set(param, value)``).
+        alive : callable
+            ``alive()`` is false once the solver is freed (the object then refuses use).
+        host_threads_ok : bool
+            Whether ``host_nthreads`` may be set (CUDA execution needs a threading layer).
+        """
         self._store = store
         self._alive = alive
         self._host_threads_ok = host_threads_ok
@@ -205,6 +216,17 @@ class _Info:
     __slots__ = ("_source", "_alive", "_batched")
 
     def __init__(self, source, alive, batched: bool):
+        """Made by :class:`DirectSolver` (its ``plan_info``/``factorization_info``).
+
+        Parameters
+        ----------
+        source : callable
+            ``source(param)``: the engine's value of a ``DataParam``.
+        alive : callable
+            ``alive()`` is false once the solver is freed (the object then refuses use).
+        batched : bool
+            Whether the solver holds a batch (per-system values are then refused).
+        """
         self._source = source
         self._alive = alive
         self._batched = batched

@@ -205,7 +205,28 @@ class DirectSolverOptions:
 
 @dataclass
 class DirectSolverPlanPreferences:
-    """Plan-phase settings for :func:`direct_solver` (``None``: leave the default)."""
+    """Plan-phase settings for :func:`direct_solver` (``None``: leave the default); each is
+    the :class:`DirectSolverPlanConfig` attribute of the same name.
+
+    Attributes
+    ----------
+    host_nthreads : int or None
+        Host threads (needs a threading layer under CUDA execution).
+    reordering_algorithm : DirectSolverReorderingAlg or None
+        The fill-reducing reordering.
+    pivot_type : DirectSolverPivotType or None
+        The pivoting.
+    pivot_threshold : float or None
+        The pivot threshold.
+    max_nnz : int or None
+        Upper bound of the factors' nonzeros (COLAMD reorderings).
+    matching_algorithm : DirectSolverMatchingAlg or None
+        The matching.
+    nd_min_levels : int or None
+        Minimum levels of nested dissection.
+    use_superpanels : bool or None
+        Whether superpanels are used.
+    """
 
     host_nthreads: int | None = None
     reordering_algorithm: ReorderingAlg | None = None
@@ -219,7 +240,18 @@ class DirectSolverPlanPreferences:
 
 @dataclass
 class DirectSolverFactorizationPreferences:
-    """Factorization-phase settings for :func:`direct_solver` (``None``: the default)."""
+    """Factorization-phase settings for :func:`direct_solver` (``None``: the default); each is
+    the :class:`DirectSolverFactorizationConfig` attribute of the same name.
+
+    Attributes
+    ----------
+    factorization_algorithm : DirectSolverFactorizationAlg or None
+        The factorization algorithm.
+    pivot_eps_algorithm : DirectSolverPivotEpsilonAlg or None
+        How the pivot epsilon is applied.
+    pivot_eps : float or None
+        Pivots smaller than this are replaced by it.
+    """
 
     factorization_algorithm: FactorizationAlg | None = None
     pivot_eps_algorithm: PivotEpsilonAlg | None = None
@@ -228,7 +260,16 @@ class DirectSolverFactorizationPreferences:
 
 @dataclass
 class DirectSolverSolutionPreferences:
-    """Solve-phase settings for :func:`direct_solver` (``None``: the default)."""
+    """Solve-phase settings for :func:`direct_solver` (``None``: the default); each is the
+    :class:`DirectSolverSolutionConfig` attribute of the same name.
+
+    Attributes
+    ----------
+    solution_algorithm : DirectSolverSolveAlg or None
+        The solve algorithm.
+    ir_num_steps : int or None
+        Iterative refinement steps.
+    """
 
     solution_algorithm: SolveAlg | None = None
     ir_num_steps: int | None = None

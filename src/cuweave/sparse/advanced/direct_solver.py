@@ -227,7 +227,18 @@ class DirectSolver(StatefulObject):
                                     "operands with reset_operands(a=..., b=...)")
 
     def plan(self, *, stream=None) -> PlanInfo:
-        """Reorder to limit fill-in and factorize symbolically; returns :attr:`plan_info`."""
+        """Reorder to limit fill-in and factorize symbolically; returns :attr:`plan_info`.
+
+        Parameters
+        ----------
+        stream : optional
+            The CUDA stream to run on (default: the one given at construction's package's
+            current stream); ignored on the CPU.
+
+        Returns
+        -------
+        DirectSolverPlanInfo
+        """
         self._require_operands("plan")
         self._planned = self._factorized = False
         self._engine.plan(self._problem, self._structures, stream)
@@ -239,6 +250,16 @@ class DirectSolver(StatefulObject):
 
         A singular matrix (not positive definite for SPD/HPD) raises
         :class:`SingularMatrixError` (a ``ValueError``); nothing is left factorized.
+
+        Parameters
+        ----------
+        stream : optional
+            The CUDA stream to run on (default: the one given at construction's package's
+            current stream); ignored on the CPU.
+
+        Returns
+        -------
+        DirectSolverFactorizationInfo
         """
         self._require_operands("factorize")
         self._require_planned("factorize")
@@ -248,7 +269,20 @@ class DirectSolver(StatefulObject):
         return self._factorization_info
 
     def solve(self, *, stream=None):
-        """Solve with the factorization; the result has ``b``'s package, form and shape."""
+        """Solve with the factorization; the result has ``b``'s package, form and shape.
+
+        Parameters
+        ----------
+        stream : optional
+            The CUDA stream to run on (default: the one given at construction's package's
+            current stream); ignored on the CPU.
+
+        Returns
+        -------
+        array or tuple of arrays
+            ``x`` with ``a @ x = b``: a new array of ``b``'s package in ``b``'s memory space
+            (a tuple for an explicitly batched ``b``).
+        """
         self._require_operands("solve")
         self._require_planned("solve")
         if not self._factorized:
@@ -264,6 +298,15 @@ class DirectSolver(StatefulObject):
         A new ``a`` needs :meth:`factorize` again; if its sparsity pattern differs from the
         planned one, :meth:`plan` too (cuweave keeps the plan when the pattern is unchanged:
         a Newton loop refactorizes without reordering).
+
+        Parameters
+        ----------
+        a : CSR matrix or sequence of them, optional
+            New left-hand side(s), as the constructor takes them.
+        b : array or sequence of arrays, optional
+            New right-hand side(s), as the constructor takes them.
+        stream : optional
+            The CUDA stream for the copies and pointer updates (ignored on the CPU).
         """
         self._require_valid("reset_operands")
         if self._released and (a is None or b is None):
@@ -294,7 +337,17 @@ class DirectSolver(StatefulObject):
 
     def reset_operands_unchecked(self, *, a=None, b=None, stream=None) -> None:
         """:meth:`reset_operands` without the checks (the caller guarantees shapes, dtypes and
-        finite values); a new ``a`` needs :meth:`plan` and :meth:`factorize` again."""
+        finite values); a new ``a`` needs :meth:`plan` and :meth:`factorize` again.
+
+        Parameters
+        ----------
+        a : CSR matrix or sequence of them, optional
+            New left-hand side(s).
+        b : array or sequence of arrays, optional
+            New right-hand side(s).
+        stream : optional
+            The CUDA stream (ignored on the CPU).
+        """
         self._require_valid("reset_operands_unchecked")
         old = self._problem
         new = make_problem(a if a is not None else self._lhs_objects(),
@@ -360,9 +413,28 @@ def direct_solver(a, b, /, *, options=None, plan_preferences=None,
                   stream=None):
     """Solve ``a @ x = b`` once (plan, factorize and solve with a fresh :class:`DirectSolver`).
 
-    Parameters are :class:`DirectSolver`'s, plus preferences for each phase
-    (:class:`DirectSolverPlanPreferences`, :class:`DirectSolverFactorizationPreferences`,
-    :class:`DirectSolverSolutionPreferences`, or dicts).
+    Parameters
+    ----------
+    a : CSR matrix or sequence of CSR matrices
+        As :class:`DirectSolver` takes it.
+    b : dense array or sequence of arrays
+        As :class:`DirectSolver` takes it.
+    options : DirectSolverOptions or dict, optional
+    plan_preferences : DirectSolverPlanPreferences or dict, optional
+        Settings of the plan phase.
+    factorization_preferences : DirectSolverFactorizationPreferences or dict, optional
+        Settings of the factorization.
+    solution_preferences : DirectSolverSolutionPreferences or dict, optional
+        Settings of the solve.
+    execution : str, ExecutionCUDA, ExecutionHybrid, ExecutionCPU or dict, optional
+        Where to run (default CUDA; the CPU without a usable GPU and cuDSS).
+    stream : optional
+        The CUDA stream.
+
+    Returns
+    -------
+    array or tuple of arrays
+        ``x`` with ``a @ x = b``, in ``b``'s package, form and memory space.
 
     Examples
     --------
