@@ -4,9 +4,9 @@ As nvmath-python 1.0's ``nvmath.sparse.advanced``: specify (``DirectSolver(a, b)
 (reordering and symbolic factorization), factorize, solve; :meth:`~DirectSolver.reset_operands`
 for new values or right-hand sides; :meth:`~DirectSolver.release_operands`;
 :meth:`~DirectSolver.free` or a ``with`` block. Under CUDA execution cuDSS runs
-(:mod:`._cuda`); with ``execution="cpu"``, or when no GPU is usable, the CPU engine
-(:mod:`._cpu`). The solver object is a thin holder of the engine (what the plan determines)
-and the current operands (:class:`~._layout.Problem`).
+(``_cuda.py``); with ``execution="cpu"``, or when no GPU is usable, the CPU engine
+(``_cpu.py``). The solver object is a thin holder of the engine (what the plan determines)
+and the current operands (``_layout.Problem``).
 """
 
 from __future__ import annotations
