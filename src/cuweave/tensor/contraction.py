@@ -9,6 +9,7 @@ builds the engine's plan and its one run (:mod:`._run`), which ``execute()`` cal
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -194,6 +195,12 @@ class _Contraction(StatefulObject):
         views = [operand_view(t, wrapped[k].shape, wrapped[k].strides)
                  for t, k in zip(bound.terms, names)]
         host = wrapped["a"].device == "cpu"
+        # a summed mode that no view holds (stride 0, a broadcast, in every input that has
+        # it) is left out of both engines' operands: the sum over it adds its extent's
+        # worth of equal terms, so the product is scaled by that extent (cuTENSOR takes no
+        # zero strides: cutensorCreateTensorDescriptor asks to omit such modes)
+        held = {m for v in views for m, _, _ in v} | set(bound.out)
+        sum_scale = math.prod(n for m, n in bound.extents.items() if m not in held)
         p = Problem(n=self._n, names=names, addend=self._addend, bound=bound, dtype=dtype,
                     compute=compute, ops=ops, views=views, perm=perm, out_shape=out_shape,
                     has_addend=addend is not None, has_out=out is not None,
@@ -203,7 +210,7 @@ class _Contraction(StatefulObject):
                     host=host, signature={k: (o.dtype, o.shape, o.strides)
                                                 for k, o in wrapped.items()},
                     conj_bits={k: o.conj for k, o in wrapped.items()},
-                    space=space, layout=resolved)
+                    space=space, layout=resolved, sum_scale=sum_scale)
         if not p.cpu:
             self._gpu_layouts(p, wrapped, host)
         return p
@@ -216,6 +223,11 @@ class _Contraction(StatefulObject):
             raise InvalidOperandError(f"out must be writable, got a {out.package} array "
                                       "(immutable)")
         check_writable(out, "out")
+        flags = getattr(out.obj, "flags", None)  # NumPy's arrays carry a read-only flag
+        if flags is not None and getattr(flags, "writeable", True) is False:
+            raise InvalidOperandError(
+                "out must be writable (the result is written into it), got a read-only array "
+                "(frozen arrays and views of read-only memory are; pass a writable one)")
         for k in names:
             if overlaps(out, wrapped[k]):
                 raise InvalidOperandError(
