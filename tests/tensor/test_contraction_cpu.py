@@ -135,6 +135,26 @@ def test_empty_broadcast_summed_mode_sums_nothing():
     assert np.array_equal(r, np.zeros(2))
 
 
+@pytest.mark.parametrize("layout", ("dense", "transposed", "strided"))
+def test_contracted_modes_ordered_to_spare_a_copy(layout):
+    """The contracted modes are ordered as b holds them when that lets b be used as a view
+    (a is copied either way); results are the same for any layout."""
+    from cuweave.tensor._cpu import CpuPlan
+    from cuweave.tensor._layout import operand_view
+    from cuweave.tensor._parse import bind, parse
+
+    expr = "abcd,dbfe->aecf"
+    a, b = (laid_out(random((3, 4, 5, 6) if i == 0 else (6, 4, 2, 3), "float32", i), layout)
+            for i in range(2))
+    check(binary_contraction(expr, a, b, execution="cpu"), reference(expr, [a, b]), "float32")
+    if layout == "dense":
+        bound = bind(parse(expr, 2), [a.shape, b.shape], ("a", "b"))
+        views = [operand_view(t, x.shape, tuple(s // 4 for s in x.strides))
+                 for t, x in zip(bound.terms, (a, b))]
+        step = CpuPlan(views, bound.out, bound.extents, "float32", None, (False, False)).steps[0]
+        assert np.shares_memory(b.transpose(step.perm_y).reshape(step.shape_y), b)
+
+
 @pytest.mark.parametrize("layout, order", [("C", "C"), ("F", "F")])
 def test_result_layouts(layout, order):
     a, b = random((4, 5, 6), "float32", 0), random((6, 3), "float32", 1)
