@@ -104,7 +104,7 @@ class PairStep:
     """
 
     __slots__ = ("sum_x", "sum_y", "perm_x", "perm_y", "shape_x", "shape_y", "swap", "shape",
-                 "modes")
+                 "modes", "x_as_is", "y_as_is", "r_as_is")
 
     def __init__(self, mx, my, keep, extents, sx=None, sy=None):
         mx, my = tuple(mx), tuple(my)
@@ -129,21 +129,29 @@ class PairStep:
         self.swap = m < n  # the larger free group outermost after the batch modes
         modes = batch + (fy + fx if self.swap else fx + fy)
         self.modes, self.shape = tuple(modes), tuple(extents[i] for i in modes)
+        # operands already in the product's order and shape, and a product already of the
+        # result's shape, are used as they are (no transpose or reshape call per run)
+        self.x_as_is = (self.perm_x == tuple(range(len(mx))) and
+                        tuple(extents[i] for i in mx) == self.shape_x)
+        self.y_as_is = (self.perm_y == tuple(range(len(my))) and
+                        tuple(extents[i] for i in my) == self.shape_y)
+        made = (n, m) if self.swap else (m, n)
+        self.r_as_is = (made if nb == 1 else (nb,) + made) == self.shape
 
     def __call__(self, x, y):
         if self.sum_x is not None:
             x = x.sum(axis=self.sum_x)
         if self.sum_y is not None:
             y = y.sum(axis=self.sum_y)
-        xs = x.transpose(self.perm_x).reshape(self.shape_x)
-        ys = y.transpose(self.perm_y).reshape(self.shape_y)
+        xs = x if self.x_as_is else x.transpose(self.perm_x).reshape(self.shape_x)
+        ys = y if self.y_as_is else y.transpose(self.perm_y).reshape(self.shape_y)
         if xs.ndim == 2:
             r = np.dot(ys.T, xs.T) if self.swap else np.dot(xs, ys)
         elif self.swap:
             r = np.matmul(ys.transpose(0, 2, 1), xs.transpose(0, 2, 1))
         else:
             r = np.matmul(xs, ys)
-        return r.reshape(self.shape)
+        return r if self.r_as_is else r.reshape(self.shape)
 
 
 def _cost(ma, mb, keep, extents) -> int:
@@ -203,15 +211,28 @@ class CpuPlan:
         self.product_perm = [self.out_modes.index(m) for m in self.result_modes]
         self.fills = any(m not in self.result_modes and extents[m] != 1
                          for m in self.out_modes)
+        # how the product becomes the output (as_output), fixed here
+        modes = self.result_modes
+        self._order = tuple(modes.index(m) for m in self.out_modes if m in modes)
+        self._axes = tuple(i for i, m in enumerate(self.out_modes) if m not in modes)
+        self._as_is = not self._axes and self._order == tuple(range(len(modes)))
+        self._shape = tuple(extents[m] for m in self.out_modes)
+        #: the inputs need no conversion to the compute dtype, nor conjugation
+        self._plain = (dtype not in ("float16", "bfloat16") and self.cdt == np.dtype(dtype)
+                       and not any(conj))
 
     def product(self, arrays):
         """``(product, modes)`` of the inputs ``arrays`` (host arrays of the data type): a new
         array in the compute dtype whose axes are ``modes`` (the output's modes of extent > 1,
         in the product's order)."""
         xs = []
+        plain = self._plain
         for arr, view, own, conj in zip(arrays, self.views, self.own, self.conj):
             if arr.strides != own or len(view) != arr.ndim:
                 arr = host_view(arr, view)  # a diagonal, or broadcast/unit modes left out
+            if plain:
+                xs.append(arr)
+                continue
             x = _as_compute(arr, self.dtype, self.cdt)
             xs.append(np.conj(x) if conj else x)
         if len(xs) == 2:
@@ -222,14 +243,15 @@ class CpuPlan:
         return r, self.result_modes
 
     def as_output(self, r, modes):
-        """The product ``r`` (axes ``modes``) as an array of the output's shape (a view)."""
-        order = [modes.index(m) for m in self.out_modes if m in modes]
-        r = r.transpose(order)
-        axes = [i for i, m in enumerate(self.out_modes) if m not in modes]
-        if not axes:
+        """The product ``r`` (axes ``modes``: :attr:`result_modes`) as an array of the output's
+        shape (a view)."""
+        if self._as_is:
             return r
-        r = np.expand_dims(r, tuple(axes))
-        shape = tuple(self.extents[m] for m in self.out_modes)
+        r = r.transpose(self._order)
+        if not self._axes:
+            return r
+        r = np.expand_dims(r, self._axes)
+        shape = self._shape
         # a mode no input holds (each broadcast along it) repeats the values
         return r if r.shape == shape else np.ascontiguousarray(np.broadcast_to(r, shape))
 

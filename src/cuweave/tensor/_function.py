@@ -228,9 +228,11 @@ def _call(cls, expr, inputs, addend, alpha, beta, out, qualifiers, stream, optio
         ops["out"] = wrap_operand(out, "out")
     key = probed
     if key is None:
-        key = (cls, expr, tuple(_op_key(ops.get(k)) for k in names + (addend_name, "out")),
-               _freeze(np.asarray(qualifiers) if qualifiers is not None else None),
-               _freeze(options), _freeze(execution))
+        get = ops.get
+        key = (cls, expr, tuple([_op_key(get(k)) for k in names]), _op_key(get(addend_name)),
+               _op_key(get("out")),
+               None if qualifiers is None else _freeze(np.asarray(qualifiers)),
+               None if options is None else _freeze(options), _freeze(execution))
     try:
         obj = plan_cache.pop(key)
     except TypeError:  # something unhashable: no caching
