@@ -5,12 +5,15 @@ and aspect; extents shrunk so that each case takes milliseconds on two cores).
 cuweave runs the function form with ``execution="cpu"``; every implementation is checked
 against a float64 einsum first, then timed in interleaved rounds (the machine is shared);
 value = median (the "best time" rows and the "best rounds" ratio: the fastest round, what an
-unshared machine sees). Target: speedup >= 1.0 on each case.
+unshared machine sees; the "paired rounds" ratio: the median over rounds of the ratio of the two
+timings taken back to back in one round). Target: speedup >= 1.0 on each case. The machine's
+load average (as ``uptime`` prints it) is recorded before and after the run.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 
 import numpy as np
@@ -47,12 +50,21 @@ def _check(fn, ref, label):
         raise AssertionError(f"{label}: relative L2 error {err:.3g}")
 
 
+def _load(results, when: str) -> None:
+    """The 1-, 5- and 15-minute load averages (``uptime``'s) on this many cores."""
+    for minutes, value in zip((1, 5, 15), os.getloadavg()):
+        results.add(case=f"machine load ({os.cpu_count()} cores)",
+                    impl=f"{minutes}-min load average {when}", metric="load", value=value,
+                    unit="runnable")
+
+
 def run(results, quick: bool) -> None:
     from cuweave.tensor import binary_contraction, ternary_contraction
 
+    _load(results, "before")
     oe = peer("opt_einsum")
     rng = np.random.default_rng(0)
-    iters, rounds = (2, 2) if quick else (3, 11)
+    iters, rounds = (2, 2) if quick else (3, 21)
     cases = list(SUITE[:3] if quick else SUITE) + [TERNARY]
     for name, expr, extents, dtype in cases:
         div = SCALE.get(name, 1)
@@ -95,9 +107,16 @@ def run(results, quick: bool) -> None:
         results.add(case=case, impl="cuweave vs numpy.einsum(optimize=True), best rounds",
                     metric="ratio", value=best["numpy.einsum(optimize=True)"] / best["cuweave"],
                     unit="x")
+        # each round's two timings are taken back to back: their ratio cancels the drift of
+        # the machine's speed between rounds (other jobs, clock changes)
+        np_t, cw_t = times["numpy.einsum(optimize=True)"], times["cuweave"]
+        results.add(case=case, impl="cuweave vs numpy.einsum(optimize=True), paired rounds",
+                    metric="ratio", value=statistics.median(n / c for n, c in zip(np_t, cw_t)),
+                    unit="x")
         if "opt_einsum.contract" in times:
             results.add_ratio(case=case, metric="time", num="cuweave",
                               den="opt_einsum.contract", higher_is_better=False)
+    _load(results, "after")
     sp = [r["value"] for r in results.rows if r["metric"] == "speedup" and
           r["impl"].endswith("numpy.einsum(optimize=True)")]
     if sp:

@@ -115,8 +115,8 @@ KNOWN_GAPS = {
     "cuweave.linalg.advanced.helpers.matmul.expand_block_scale: scales_1d, operand_or_shape, "
     "block_scaling_format, axis, output_dtype, device",
     # New engines merged from main while this list was made: cuweave.device's solvers
-    # (cuSOLVERDx) and cuweave.tensor (cuTENSOR). The helpers adding them document them; the
-    # lead deletes these entries as they are.
+    # (cuSOLVERDx) and cuTENSOR's bindings. The helpers adding them document them; the lead
+    # deletes these entries as they are.
     "cuweave.device._solver_core.Solver.a_arrangement",
     "cuweave.device._solver_core.Solver.b_arrangement",
     "cuweave.device._solver_core.Solver.block_size",
@@ -251,31 +251,6 @@ KNOWN_GAPS = {
     "cuweave.device.cusolverdx._SolverAPI.sm",
     "cuweave.device.cusolverdx._SolverAPI.value_type",
     "cuweave._bindings.cutensor.CutensorError: status, function, hint",
-    "cuweave.tensor._function.binary_contraction: expr, a, b, c, alpha, beta, out, qualifiers, "
-    "stream, options, execution",
-    "cuweave.tensor._function.ternary_contraction: expr, a, b, c, d, alpha, beta, out, "
-    "qualifiers, stream, options, execution",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_16BF",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_16F",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_32F",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_3XTF32",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_4X16F",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_64F",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_8XINT8",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_9X16BF",
-    "cuweave.tensor._options.ComputeDesc.COMPUTE_TF32",
-    "cuweave.tensor._preference.ContractionPlanPreference: owner",
-    "cuweave.tensor.contraction.BinaryContraction.reset_operands: a, b, c, out, stream",
-    "cuweave.tensor.contraction.BinaryContraction.reset_operands_unchecked: a, b, c, out, stream",
-    "cuweave.tensor.contraction.Problem: kw",
-    "cuweave.tensor.contraction.TernaryContraction.reset_operands: a, b, c, d, out, stream",
-    "cuweave.tensor.contraction.TernaryContraction.reset_operands_unchecked: a, b, c, d, out, "
-    "stream",
-    "cuweave.tensor.contraction.TernaryContraction: expr, a, b, c, d, out, qualifiers, stream, "
-    "options, execution",
-    "cuweave.tensor.contraction._Contraction.autotune: iterations, stream",
-    "cuweave.tensor.contraction._Contraction.execute: alpha, beta, release_workspace, stream",
-    "cuweave.tensor.contraction._Contraction.plan: stream",
 }
 
 # Packages a public module may need that an install without every extra lacks.

@@ -57,24 +57,6 @@ def _c_has_extra_dims(case):
     return len(c["shape"]) > nd
 
 
-def _zero_stride_contracted_mode(case):
-    """A mode summed over (in the inputs, not the output) with stride 0 in every input."""
-    if case["target"] not in ("binary", "ternary") or not isinstance(case.get("expr"), str) \
-            or "->" not in case["expr"]:
-        return False
-    terms, out = case["expr"].split("->")
-    names = ["a", "b", "c"][:len(terms.split(","))]
-    strides = {}
-    for name, term in zip(names, terms.split(",")):
-        rec = case["ops"].get(name)
-        if rec is None or len(rec["strides"]) != len(term):
-            return False
-        for mode, st, n in zip(term, rec["strides"], rec["shape"]):
-            if n > 1:
-                strides.setdefault(mode, []).append(st)
-    return any(m not in out and all(st == 0 for st in sts) for m, sts in strides.items())
-
-
 def _np_operand(case, pkgs):
     a = case["ops"].get("a")
     return case["target"] in ("npfft", "scipy") and a is not None and a["pkg"] in pkgs
@@ -90,9 +72,6 @@ KNOWN = {
                 "accepts-invalid", "input-modified", "crash", "guard-write")),
     "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
             lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
-            and "assignment destination is read-only" in m),
-    "F04": ("tensor contractions write a read-only out= (untyped NumPy error)",
-            lambda c, cat, m: c["target"] in ("binary", "ternary") and cat == "untyped-error"
             and "assignment destination is read-only" in m),
     "F05": ("torch tensors with the lazy conjugate bit as in-place targets (item 12)",
             lambda c, cat, m: _target(c) is not None and _target(c)["conj"]
@@ -150,9 +129,6 @@ KNOWN = {
             "a@b + conj(c)",
             lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
             and c["ops"].get("c", {}).get("conj", False) and c.get("inplace") != "c"),
-    "F23": ("tensor contractions lose a summed mode whose stride is 0 in every input "
-            "(broadcast views): the sum counts it once",
-            lambda c, cat, m: cat == "wrong-result" and _zero_stride_contracted_mode(c)),
 }
 
 

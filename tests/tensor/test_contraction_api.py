@@ -125,6 +125,25 @@ def test_cached_plans_check_aliasing_again():
         binary_contraction("ij,jk->ik", a, b, out=big[:, 3:8], execution="cpu")
 
 
+def test_read_only_out_is_refused_before_any_work():
+    """Fuzz finding F04: a read-only out= raised NumPy's untyped error after the product."""
+    frozen = np.zeros((3, 5))
+    frozen.flags.writeable = False
+    match = "out must be writable"
+    with pytest.raises(InvalidOperandError, match=match):  # first call: nothing cached
+        binary_contraction("ij,jk->ik", A, B, out=frozen, execution="cpu")
+    binary_contraction("ij,jk->ik", A, B, out=np.zeros((3, 5)), execution="cpu")  # cached
+    with pytest.raises(InvalidOperandError, match=match):  # a hit on the cached plan
+        binary_contraction("ij,jk->ik", A, B, out=frozen, execution="cpu")
+    with pytest.raises(InvalidOperandError, match=match):
+        ternary_contraction("ij,jk,kl->il", A, B, np.ones((5, 5)), out=frozen,
+                            execution="cpu")
+    with BinaryContraction("ij,jk->ik", A, B, out=np.zeros((3, 5)), execution="cpu") as bc:
+        with pytest.raises(InvalidOperandError, match=match):
+            bc.reset_operands(out=frozen)
+    assert not frozen.any()
+
+
 def test_errors_are_builtin_value_errors():
     with pytest.raises(ValueError):
         binary_contraction("ij,jk->ik", A, B, beta=1.0, execution="cpu")

@@ -101,6 +101,60 @@ def test_special_modes(expr, shapes):
     check(r, reference(expr, [a, b]), "float64", expr)
 
 
+def _broadcast(x, axis):
+    """``x`` with its values along ``axis`` made one repeated element (stride 0)."""
+    return np.broadcast_to(np.take(x, [0], axis=axis), x.shape)
+
+
+@pytest.mark.parametrize("expr, make", [
+    # fuzz finding F23: the summed mode has stride 0 in every input that holds it
+    ("i,i->", lambda: [_broadcast(random((3,), "float64", 0), 0),
+                       _broadcast(random((3,), "float64", 1), 0)]),
+    ("ij,j->i", lambda: [_broadcast(random((2, 3), "float64", 0), 1),
+                         _broadcast(random((3,), "float64", 1), 0)]),
+    ("ijk,jl->il", lambda: [_broadcast(random((2, 3, 4), "float64", 0), 2),  # k in a alone
+                            random((3, 5), "float64", 1)]),
+    ("ii,i->", lambda: [np.broadcast_to(np.float64(1.5), (4, 4)),  # a broadcast diagonal
+                        _broadcast(random((4,), "float64", 1), 0)]),
+    ("i,i,i->", lambda: [_broadcast(random((5,), "float64", i), 0) for i in range(3)]),
+    ("ij,jk,k->i", lambda: [_broadcast(random((2, 3), "float64", 0), 1),
+                            _broadcast(random((3, 4), "float64", 1), 0),
+                            random((4,), "float64", 2)]),
+])
+def test_summed_modes_broadcast_in_every_input_count_their_extent(expr, make):
+    xs = make()
+    fn = binary_contraction if len(xs) == 2 else ternary_contraction
+    r = fn(expr, *xs, alpha=0.5, execution="cpu")
+    check(r, reference(expr, xs, (), 0.5), "float64", expr)
+
+
+def test_empty_broadcast_summed_mode_sums_nothing():
+    e = np.lib.stride_tricks.as_strided(np.ones(1), (0,), (0,))  # extent 0, stride 0
+    assert binary_contraction("i,i->", e, e, execution="cpu") == 0.0
+    r = binary_contraction("ij,j->i", np.ones((2, 0)), e, execution="cpu")
+    assert np.array_equal(r, np.zeros(2))
+
+
+@pytest.mark.parametrize("layout", ("dense", "transposed", "strided"))
+def test_contracted_modes_ordered_to_spare_a_copy(layout):
+    """The contracted modes are ordered as b holds them when that lets b be used as a view
+    (a is copied either way); results are the same for any layout."""
+    from cuweave.tensor._cpu import CpuPlan
+    from cuweave.tensor._layout import operand_view
+    from cuweave.tensor._parse import bind, parse
+
+    expr = "abcd,dbfe->aecf"
+    a, b = (laid_out(random((3, 4, 5, 6) if i == 0 else (6, 4, 2, 3), "float32", i), layout)
+            for i in range(2))
+    check(binary_contraction(expr, a, b, execution="cpu"), reference(expr, [a, b]), "float32")
+    if layout == "dense":
+        bound = bind(parse(expr, 2), [a.shape, b.shape], ("a", "b"))
+        views = [operand_view(t, x.shape, tuple(s // 4 for s in x.strides))
+                 for t, x in zip(bound.terms, (a, b))]
+        step = CpuPlan(views, bound.out, bound.extents, "float32", None, (False, False)).steps[0]
+        assert np.shares_memory(b.transpose(step.perm_y).reshape(step.shape_y), b)
+
+
 @pytest.mark.parametrize("layout, order", [("C", "C"), ("F", "F")])
 def test_result_layouts(layout, order):
     a, b = random((4, 5, 6), "float32", 0), random((6, 3), "float32", 1)

@@ -48,6 +48,29 @@ def test_descriptors_leave_out_broadcast_and_unit_modes(cutensor_gpu):
     assert len(modes[0]) == 1 and len(modes[1]) == 2  # a: j only; b: j, k (x has extent 1)
 
 
+def test_summed_modes_broadcast_in_every_input_scale_alpha(cutensor_gpu):
+    """Fuzz finding F23 on the GPU path: cuTENSOR takes no zero strides, so a summed mode
+    broadcast in every input is in no descriptor; its extent scales alpha instead."""
+    a = np.broadcast_to(random((2, 1), "float64", 0), (2, 3))  # j: stride 0
+    b = np.broadcast_to(random((1,), "float64", 1), (3,))
+    r = binary_contraction("ij,j->i", a, b, alpha=0.5)
+    check(r, reference("ij,j->i", [a, b], (), 0.5), "float64")
+    modes = [m for _, m, _ in list(cutensor_gpu.ops.values())[-1][0]]
+    assert modes[0] == (modes[2][0],) and modes[1] == ()  # j is in no descriptor
+    xs = [np.broadcast_to(random((1,), "complex128", i), (4,)) for i in range(3)]
+    r = ternary_contraction("i,i,i->", *xs, alpha=2.0)
+    check(r, reference("i,i,i->", xs, (), 2.0), "complex128")
+    assert cutensor_gpu.calls[-1][0] == "cutensorContractTrinary"
+
+
+def test_pairwise_route_is_not_taken_for_broadcast_summed_modes(cutensor_gpu):
+    from cuweave.tensor import _pairwise
+
+    xs = [np.broadcast_to(random((1,), "float64", i), (4,)) for i in range(3)]
+    with TernaryContraction("i,i,i->", *xs) as tc:
+        assert not _pairwise.eligible(tc._problem)  # both steps would count i's extent
+
+
 @pytest.mark.parametrize("expr, shapes", TERNARY)
 @pytest.mark.parametrize("dtype", ("float32", "complex128"))
 def test_ternary_on_the_gpu(cutensor_gpu, expr, shapes, dtype):

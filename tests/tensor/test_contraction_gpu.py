@@ -158,6 +158,18 @@ def test_contracted_stride_zero_mode():
     check(_host(r), reference("ij,jk->ik", [_host(a), _host(b)]), "float64")
 
 
+def test_summed_mode_broadcast_in_every_input():
+    """Fuzz finding F23: cuTENSOR sees the mode in no descriptor; its extent scales alpha."""
+    torch = _torch()
+    a = torch.randn(4, 1, device="cuda", dtype=torch.float64).expand(4, 6)  # j: stride 0
+    b = torch.randn(1, device="cuda", dtype=torch.float64).expand(6)  # j: stride 0
+    r = binary_contraction("ij,j->i", a, b, alpha=0.5)
+    check(_host(r), reference("ij,j->i", [_host(a), _host(b)], (), 0.5), "float64")
+    xs = [torch.randn(1, device="cuda", dtype=torch.complex128).expand(5) for _ in range(3)]
+    r = ternary_contraction("i,i,i->", *xs)
+    check(_host(r), reference("i,i,i->", [_host(x) for x in xs]), "complex128")
+
+
 def test_in_place_and_addend_layouts():
     torch = _torch()
     a = torch.randn(8, 6, device="cuda", dtype=torch.float32)

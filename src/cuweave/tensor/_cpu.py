@@ -50,29 +50,77 @@ def _as_compute(x: np.ndarray, dtype: str, cdt: np.dtype) -> np.ndarray:
     return x.astype(cdt, copy=False)
 
 
+def _dense_strides(modes, extents) -> dict:
+    """mode -> element stride of a C-contiguous array whose axes are ``modes``."""
+    strides, step = {}, 1
+    for m in reversed(modes):
+        strides[m] = step
+        step *= extents[m]
+    return strides
+
+
+def _merges(groups, strides, extents) -> bool:
+    """Whether an array with these ``strides`` (mode -> elements), its axes put in the order
+    of ``groups`` and each group reshaped into one axis, stays a view (NumPy copies
+    otherwise): within a group, each mode's stride must be the next one's times its extent
+    (modes of extent 1 do not count)."""
+    for g in groups:
+        g = [m for m in g if extents[m] != 1]
+        if any(strides[a] != strides[b] * extents[b] for a, b in zip(g, g[1:])):
+            return False
+    return True
+
+
+def _contracted_order(con, batch, fx, fy, my, sx, sy, extents) -> list:
+    """The order of the contracted modes (shared by both operands) that spares the larger
+    copy: the first operand's order unless another (the second's, or either's by memory
+    order) lets more bytes be used as views. ``my``: the second operand's modes; ``sx``/``sy``:
+    the operands' strides."""
+    if len(con) < 2:
+        return con
+    by_x = sorted(con, key=lambda m: -abs(sx[m]))
+    by_y = sorted(con, key=lambda m: -abs(sy[m]))
+    yorder = [m for m in my if m in con]
+    size_x = math.prod(extents[m] for m in sx)
+    size_y = math.prod(extents[m] for m in sy)
+    best, best_cost = con, None
+    for order in (con, yorder, by_x, by_y):
+        cost = ((0 if _merges((batch, fx, order), sx, extents) else size_x) +
+                (0 if _merges((batch, order, fy), sy, extents) else size_y))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = order, cost
+    return best
+
+
 class PairStep:
     """One binary contraction of the CPU path, its every choice made once (at plan time).
 
     ``mx``/``my``: the two operands' modes; ``keep``: the modes that must survive (the output's,
-    or those the next step needs); ``extents``: mode -> extent. Calling it with the two arrays
-    returns the product, a new array whose axes are :attr:`modes`: batch modes, the larger free
-    group, the other free group (the layout of "optimized" results).
+    or those the next step needs); ``extents``: mode -> extent; ``sx``/``sy``: the operands'
+    strides (mode -> elements) where known, else None (a C-contiguous array: an intermediate).
+    Calling it with the two arrays returns the product, a new array whose axes are
+    :attr:`modes`: batch modes, the larger free group, the other free group (the layout of
+    "optimized" results).
     """
 
     __slots__ = ("sum_x", "sum_y", "perm_x", "perm_y", "shape_x", "shape_y", "swap", "shape",
-                 "modes")
+                 "modes", "x_as_is", "y_as_is", "r_as_is")
 
-    def __init__(self, mx, my, keep, extents):
+    def __init__(self, mx, my, keep, extents, sx=None, sy=None):
         mx, my = tuple(mx), tuple(my)
-        sx = tuple(i for i, m in enumerate(mx) if m not in my and m not in keep)
-        sy = tuple(i for i, m in enumerate(my) if m not in mx and m not in keep)
-        self.sum_x, self.sum_y = sx or None, sy or None
-        mx = tuple(m for i, m in enumerate(mx) if i not in sx)
-        my = tuple(m for i, m in enumerate(my) if i not in sy)
+        ix = tuple(i for i, m in enumerate(mx) if m not in my and m not in keep)
+        iy = tuple(i for i, m in enumerate(my) if m not in mx and m not in keep)
+        self.sum_x, self.sum_y = ix or None, iy or None
+        mx = tuple(m for i, m in enumerate(mx) if i not in ix)
+        my = tuple(m for i, m in enumerate(my) if i not in iy)
+        # a summed operand is a new C-contiguous array of the modes left
+        sx = _dense_strides(mx, extents) if sx is None or ix else sx
+        sy = _dense_strides(my, extents) if sy is None or iy else sy
         batch = [m for m in mx if m in my and m in keep]
-        con = [m for m in mx if m in my and m not in keep]
         fx = [m for m in mx if m not in my]
         fy = [m for m in my if m not in mx]
+        con = _contracted_order([m for m in mx if m in my and m not in keep], batch, fx, fy,
+                                my, sx, sy, extents)
         nb, m, n, k = (math.prod(extents[i] for i in g) for g in (batch, fx, fy, con))
         self.perm_x = tuple(mx.index(i) for i in batch + fx + con)
         self.perm_y = tuple(my.index(i) for i in batch + con + fy)
@@ -81,21 +129,29 @@ class PairStep:
         self.swap = m < n  # the larger free group outermost after the batch modes
         modes = batch + (fy + fx if self.swap else fx + fy)
         self.modes, self.shape = tuple(modes), tuple(extents[i] for i in modes)
+        # operands already in the product's order and shape, and a product already of the
+        # result's shape, are used as they are (no transpose or reshape call per run)
+        self.x_as_is = (self.perm_x == tuple(range(len(mx))) and
+                        tuple(extents[i] for i in mx) == self.shape_x)
+        self.y_as_is = (self.perm_y == tuple(range(len(my))) and
+                        tuple(extents[i] for i in my) == self.shape_y)
+        made = (n, m) if self.swap else (m, n)
+        self.r_as_is = (made if nb == 1 else (nb,) + made) == self.shape
 
     def __call__(self, x, y):
         if self.sum_x is not None:
             x = x.sum(axis=self.sum_x)
         if self.sum_y is not None:
             y = y.sum(axis=self.sum_y)
-        xs = x.transpose(self.perm_x).reshape(self.shape_x)
-        ys = y.transpose(self.perm_y).reshape(self.shape_y)
+        xs = x if self.x_as_is else x.transpose(self.perm_x).reshape(self.shape_x)
+        ys = y if self.y_as_is else y.transpose(self.perm_y).reshape(self.shape_y)
         if xs.ndim == 2:
             r = np.dot(ys.T, xs.T) if self.swap else np.dot(xs, ys)
         elif self.swap:
             r = np.matmul(ys.transpose(0, 2, 1), xs.transpose(0, 2, 1))
         else:
             r = np.matmul(xs, ys)
-        return r.reshape(self.shape)
+        return r if self.r_as_is else r.reshape(self.shape)
 
 
 def _cost(ma, mb, keep, extents) -> int:
@@ -125,10 +181,11 @@ class CpuPlan:
         self.dtype, self.conj = dtype, conj
         self.cdt = _compute_dtype(dtype, compute)
         self.modes = [tuple(m for m, _, _ in v) for v in views]
+        strides = [{m: s for m, _, s in v} for v in views]
         keep = set(out_modes)
         if len(views) == 2:
             self.order = (0, 1)
-            self.steps = (PairStep(self.modes[0], self.modes[1], keep, extents),)
+            self.steps = (PairStep(self.modes[0], self.modes[1], keep, extents, *strides),)
         else:  # the pair to contract first: the cheapest
             best = None
             for i, j, o in ((0, 1, 2), (0, 2, 1), (1, 2, 0)):
@@ -139,8 +196,10 @@ class CpuPlan:
                     best = (cost, (i, j, o), inner)
             _, self.order, inner = best
             i, j, o = self.order
-            first = PairStep(self.modes[i], self.modes[j], inner, extents)
-            self.steps = (first, PairStep(first.modes, self.modes[o], keep, extents))
+            first = PairStep(self.modes[i], self.modes[j], inner, extents, strides[i],
+                             strides[j])
+            self.steps = (first, PairStep(first.modes, self.modes[o], keep, extents, None,
+                                          strides[o]))
         self.result_modes = self.steps[-1].modes
         self.cplx = self.cdt.kind == "c"
         item = ITEMSIZE[dtype]
@@ -152,15 +211,28 @@ class CpuPlan:
         self.product_perm = [self.out_modes.index(m) for m in self.result_modes]
         self.fills = any(m not in self.result_modes and extents[m] != 1
                          for m in self.out_modes)
+        # how the product becomes the output (as_output), fixed here
+        modes = self.result_modes
+        self._order = tuple(modes.index(m) for m in self.out_modes if m in modes)
+        self._axes = tuple(i for i, m in enumerate(self.out_modes) if m not in modes)
+        self._as_is = not self._axes and self._order == tuple(range(len(modes)))
+        self._shape = tuple(extents[m] for m in self.out_modes)
+        #: the inputs need no conversion to the compute dtype, nor conjugation
+        self._plain = (dtype not in ("float16", "bfloat16") and self.cdt == np.dtype(dtype)
+                       and not any(conj))
 
     def product(self, arrays):
         """``(product, modes)`` of the inputs ``arrays`` (host arrays of the data type): a new
         array in the compute dtype whose axes are ``modes`` (the output's modes of extent > 1,
         in the product's order)."""
         xs = []
+        plain = self._plain
         for arr, view, own, conj in zip(arrays, self.views, self.own, self.conj):
             if arr.strides != own or len(view) != arr.ndim:
                 arr = host_view(arr, view)  # a diagonal, or broadcast/unit modes left out
+            if plain:
+                xs.append(arr)
+                continue
             x = _as_compute(arr, self.dtype, self.cdt)
             xs.append(np.conj(x) if conj else x)
         if len(xs) == 2:
@@ -171,14 +243,15 @@ class CpuPlan:
         return r, self.result_modes
 
     def as_output(self, r, modes):
-        """The product ``r`` (axes ``modes``) as an array of the output's shape (a view)."""
-        order = [modes.index(m) for m in self.out_modes if m in modes]
-        r = r.transpose(order)
-        axes = [i for i, m in enumerate(self.out_modes) if m not in modes]
-        if not axes:
+        """The product ``r`` (axes ``modes``: :attr:`result_modes`) as an array of the output's
+        shape (a view)."""
+        if self._as_is:
             return r
-        r = np.expand_dims(r, tuple(axes))
-        shape = tuple(self.extents[m] for m in self.out_modes)
+        r = r.transpose(self._order)
+        if not self._axes:
+            return r
+        r = np.expand_dims(r, self._axes)
+        shape = self._shape
         # a mode no input holds (each broadcast along it) repeats the values
         return r if r.shape == shape else np.ascontiguousarray(np.broadcast_to(r, shape))
 

@@ -36,9 +36,48 @@ def binary_contraction(expr, a, b, *, c=None, alpha=1.0, beta=None, out=None, qu
                        stream=None, options=None, execution=None):
     """``alpha * contract(expr, a, b) + beta * c`` in one call (planned objects are cached).
 
-    Parameters are those of :class:`~cuweave.tensor.BinaryContraction` and its
-    :meth:`~cuweave.tensor.BinaryContraction.execute`. Returns the result in the operands'
-    package (``out`` itself when given).
+    The contraction is planned once per problem (expression, operands' package, dtype, shape,
+    strides, device and alignment, qualifiers, options, execution space) and kept in
+    :data:`plan_cache`; a later call of the same problem only binds the new arrays and runs.
+
+    Parameters
+    ----------
+    expr : str
+        The Einstein-summation expression with two inputs, e.g. ``"ij,jk->ik"``; implicit
+        form (``"ij,jk"``) and ``...`` for leading batch modes are accepted.
+    a, b : array
+        The two operands: NumPy or CuPy arrays, torch tensors, or DLPack /
+        ``__cuda_array_interface__`` producers, all of one package, memory space and dtype
+        (float16, bfloat16, float32, float64, complex64 or complex128); any strides.
+    c : array, optional
+        An addend fused into the contraction (``beta * c``), of the result's shape or one
+        that broadcasts to it.
+    alpha : float or complex, optional
+        The factor of the contraction term (default 1.0); complex only for complex data.
+    beta : float or complex, optional
+        The factor of the addend; required when ``c`` is given, refused without it.
+    out : array, optional
+        Where to write the result (the operands' package and memory space, the result's shape
+        and dtype, writable, not overlapping ``a`` or ``b``; it may be ``c`` itself). Without
+        it a new array is returned.
+    qualifiers : numpy.ndarray, optional
+        One :class:`Operator` per operand plus one for the addend (3 values), as an array of
+        dtype :data:`tensor_qualifiers_dtype`; ``Operator.OP_CONJ`` conjugates a complex input,
+        the addend's must be ``Operator.OP_IDENTITY``.
+    stream : int or stream object, optional
+        The CUDA stream to run on: a ``cudaStream_t`` handle, a :class:`cupy.cuda.Stream` or
+        a :class:`torch.cuda.Stream`. Default: the operands' package's current stream.
+    options : ContractionOptions or dict, optional
+        Options of the contraction (compute type, result layout, memory limit, blocking...).
+    execution : str, ExecutionCUDA, ExecutionCPU or dict, optional
+        Where to run: ``"cuda"``, ``"cpu"``, an execution object or a dict with a ``"name"``
+        key. Default: where the operands live; host operands run on the GPU when there is
+        one, else on the CPU.
+
+    Returns
+    -------
+    array
+        The result, in the operands' package and memory space (``out`` itself when given).
 
     Examples
     --------
@@ -79,6 +118,41 @@ def binary_contraction(expr, a, b, *, c=None, alpha=1.0, beta=None, out=None, qu
 def ternary_contraction(expr, a, b, c, *, d=None, alpha=1.0, beta=None, out=None,
                         qualifiers=None, stream=None, options=None, execution=None):
     """``alpha * contract(expr, a, b, c) + beta * d`` in one call (planned objects are cached).
+
+    As :func:`binary_contraction`, with three inputs. cuTENSOR contracts them in one call
+    (``cutensorContractTrinary``); the CPU path contracts the cheapest pair first.
+
+    Parameters
+    ----------
+    expr : str
+        The Einstein-summation expression with three inputs, e.g. ``"ij,jk,kl->il"``.
+    a, b, c : array
+        The three operands (one package, memory space and dtype; any strides).
+    d : array, optional
+        An addend fused into the contraction (``beta * d``), of the result's shape or one
+        that broadcasts to it.
+    alpha : float or complex, optional
+        The factor of the contraction term (default 1.0); complex only for complex data.
+    beta : float or complex, optional
+        The factor of the addend; required when ``d`` is given, refused without it.
+    out : array, optional
+        Where to write the result (writable, the result's shape and dtype, not overlapping an
+        input; it may be ``d`` itself). Without it a new array is returned.
+    qualifiers : numpy.ndarray, optional
+        Four :class:`Operator` values (``a``, ``b``, ``c``, then the addend's, which must be
+        ``Operator.OP_IDENTITY``), of dtype :data:`tensor_qualifiers_dtype`.
+    stream : int or stream object, optional
+        The CUDA stream to run on (default: the operands' package's current stream).
+    options : ContractionOptions or dict, optional
+        Options of the contraction.
+    execution : str, ExecutionCUDA, ExecutionCPU or dict, optional
+        Where to run (default: where the operands live, host operands on the GPU when there
+        is one).
+
+    Returns
+    -------
+    array
+        The result, in the operands' package and memory space (``out`` itself when given).
 
     Examples
     --------
@@ -154,9 +228,11 @@ def _call(cls, expr, inputs, addend, alpha, beta, out, qualifiers, stream, optio
         ops["out"] = wrap_operand(out, "out")
     key = probed
     if key is None:
-        key = (cls, expr, tuple(_op_key(ops.get(k)) for k in names + (addend_name, "out")),
-               _freeze(np.asarray(qualifiers) if qualifiers is not None else None),
-               _freeze(options), _freeze(execution))
+        get = ops.get
+        key = (cls, expr, tuple([_op_key(get(k)) for k in names]), _op_key(get(addend_name)),
+               _op_key(get("out")),
+               None if qualifiers is None else _freeze(np.asarray(qualifiers)),
+               None if options is None else _freeze(options), _freeze(execution))
     try:
         obj = plan_cache.pop(key)
     except TypeError:  # something unhashable: no caching

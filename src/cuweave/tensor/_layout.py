@@ -3,9 +3,10 @@ result's layout, and the overlap checks of in-place targets.
 
 An operand's *view* is its list of ``(mode, extent, stride)`` after three rewrites that move no
 data: a repeated mode becomes its diagonal (one mode, the strides summed), and modes of extent 1
-and modes of stride 0 (broadcast) are left out (an element's address does not depend on
-them). cuTENSOR broadcasts a mode an operand lacks, and the CPU path sums or broadcasts it, so
-views are what both engines take.
+and non-empty modes of stride 0 (broadcast) are left out (an element's address does not
+depend on them; a summed mode so left out of every input scales the product by its extent).
+cuTENSOR broadcasts a mode an operand lacks, and the CPU path sums or broadcasts it, so views
+are what both engines take.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def operand_view(modes, shape, strides) -> tuple:
             merged[m] = (n, merged[m][1] + s)
         else:
             merged[m] = (n, s)
-    return tuple((m, n, s) for m, (n, s) in merged.items() if n != 1 and s != 0)
+    # an empty mode (extent 0) is kept whatever its stride: the operand then has no element
+    return tuple((m, n, s) for m, (n, s) in merged.items() if n != 1 and (s != 0 or n == 0))
 
 
 def perm_strides(shape, perm) -> tuple:

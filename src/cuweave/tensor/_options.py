@@ -78,38 +78,56 @@ class ComputeDesc:
 
     @staticmethod
     def COMPUTE_16F():
+        """:attr:`TensorComputeType.COMPUTE_16F`:
+        half precision (5-bit exponent, 10-bit mantissa)."""
         return TensorComputeType.COMPUTE_16F
 
     @staticmethod
     def COMPUTE_16BF():
+        """:attr:`TensorComputeType.COMPUTE_16BF`:
+        bfloat16 (8-bit exponent, 7-bit mantissa)."""
         return TensorComputeType.COMPUTE_16BF
 
     @staticmethod
     def COMPUTE_TF32():
+        """:attr:`TensorComputeType.COMPUTE_TF32`:
+        TensorFloat-32 (8-bit exponent, 10-bit mantissa)."""
         return TensorComputeType.COMPUTE_TF32
 
     @staticmethod
     def COMPUTE_3XTF32():
+        """:attr:`TensorComputeType.COMPUTE_3XTF32`:
+        three TF32 terms: more precise than TF32, less than float32."""
         return TensorComputeType.COMPUTE_3XTF32
 
     @staticmethod
     def COMPUTE_32F():
+        """:attr:`TensorComputeType.COMPUTE_32F`:
+        single precision (8-bit exponent, 23-bit mantissa)."""
         return TensorComputeType.COMPUTE_32F
 
     @staticmethod
     def COMPUTE_64F():
+        """:attr:`TensorComputeType.COMPUTE_64F`:
+        double precision (11-bit exponent, 52-bit mantissa)."""
         return TensorComputeType.COMPUTE_64F
 
     @staticmethod
     def COMPUTE_9X16BF():
+        """:attr:`TensorComputeType.COMPUTE_9X16BF`:
+        three bfloat16 values per number, 23 mantissa bits in all."""
         return TensorComputeType.COMPUTE_9X16BF
 
     @staticmethod
     def COMPUTE_8XINT8():
+        """:attr:`TensorComputeType.COMPUTE_8XINT8`:
+        several int8 values per number, at least float64's accuracy."""
         return TensorComputeType.COMPUTE_8XINT8
 
     @staticmethod
     def COMPUTE_4X16F():
+        """:attr:`TensorComputeType.COMPUTE_4X16F`:
+        two float16 values per number, 23 mantissa bits in all."""
         return TensorComputeType.COMPUTE_4X16F
 
 

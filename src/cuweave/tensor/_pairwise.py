@@ -27,7 +27,9 @@ def _label(mode: int) -> str:
 
 def eligible(p) -> bool:
     """Whether problem ``p`` may be routed pairwise (device operands of 32/64-bit data)."""
-    return p.n == 3 and not p.cpu and not p.host and p.dtype not in ("float16", "bfloat16")
+    # a summed mode every input broadcasts (p.sum_scale != 1) would be counted by both steps
+    return (p.n == 3 and not p.cpu and not p.host and p.sum_scale == 1 and
+            p.dtype not in ("float16", "bfloat16"))
 
 
 class PairwiseRoute:

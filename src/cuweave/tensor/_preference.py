@@ -33,6 +33,12 @@ class ContractionPlanPreference:
     set read as cuTENSOR's defaults (``None`` where cuTENSOR documents none). Using it after
     the contraction's ``free()`` raises ``RuntimeError``.
 
+    Parameters
+    ----------
+    owner : BinaryContraction or TernaryContraction
+        The contraction these preferences belong to (made by it; users read them through its
+        ``plan_preference`` property rather than constructing one).
+
     Examples
     --------
     >>> import numpy as np

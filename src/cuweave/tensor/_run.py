@@ -63,9 +63,12 @@ def _cpu_run(p):
     direct = native and not plan.fills and plan.product_perm == keep
     threads = p.space.num_threads
     deliver = pkg.deliver
+    scale = p.sum_scale  # summed modes every input broadcasts (contraction._specify)
 
     def run(obj, alpha, beta, stream):
         ops = obj._ops
+        if scale != 1:
+            alpha = alpha * scale
         arrays = [ops[k].host_array() for k in names]
         c = ops.get(addend)
         c = None if c is None else np.broadcast_to(c.host_array(), shape)
@@ -104,6 +107,7 @@ def _device_run(obj, p):
     blocking = obj.options.blocking is True
     deliver = pkg.deliver
     alpha_buf, beta_buf = eng.alpha, eng.beta
+    scale = p.sum_scale  # summed modes left out of every descriptor (contraction._specify)
 
     def run(obj, alpha, beta, stream):
         ops = obj._ops
@@ -112,7 +116,7 @@ def _device_run(obj, p):
         else:
             s, foreign = stream, True
         enter(s)
-        alpha_buf[0], beta_buf[0] = alpha, beta
+        alpha_buf[0], beta_buf[0] = alpha * scale, beta
         if has_out:
             out = ops["out"]
             res, d = out.obj, out.ptr
@@ -158,7 +162,7 @@ def _staged_run(obj, p):
         s = 0 if stream is None else stream
         try:
             enter(s)
-            eng.alpha[0], eng.beta[0] = alpha, beta
+            eng.alpha[0], eng.beta[0] = alpha * p.sum_scale, beta
             items = _staged_inputs(p, ops)
             if p.has_addend:
                 host_c = ops[p.addend].host_array()

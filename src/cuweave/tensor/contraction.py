@@ -9,6 +9,7 @@ builds the engine's plan and its one run (:mod:`._run`), which ``execute()`` cal
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -73,6 +74,11 @@ class Problem:
 
     ``views[i]`` is input ``i``'s :func:`~._layout.operand_view`; ``perm`` the memory order of
     new results; ``signature[name]`` the ``(dtype, shape, strides)`` a reset operand must match.
+
+    Parameters
+    ----------
+    **kw
+        The problem's fields, set as attributes (made by the contractions' constructors).
     """
 
     def __init__(self, **kw):
@@ -194,6 +200,12 @@ class _Contraction(StatefulObject):
         views = [operand_view(t, wrapped[k].shape, wrapped[k].strides)
                  for t, k in zip(bound.terms, names)]
         host = wrapped["a"].device == "cpu"
+        # a summed mode that no view holds (stride 0, a broadcast, in every input that has
+        # it) is left out of both engines' operands: the sum over it adds its extent's
+        # worth of equal terms, so the product is scaled by that extent (cuTENSOR takes no
+        # zero strides: cutensorCreateTensorDescriptor asks to omit such modes)
+        held = {m for v in views for m, _, _ in v} | set(bound.out)
+        sum_scale = math.prod(n for m, n in bound.extents.items() if m not in held)
         p = Problem(n=self._n, names=names, addend=self._addend, bound=bound, dtype=dtype,
                     compute=compute, ops=ops, views=views, perm=perm, out_shape=out_shape,
                     has_addend=addend is not None, has_out=out is not None,
@@ -203,7 +215,7 @@ class _Contraction(StatefulObject):
                     host=host, signature={k: (o.dtype, o.shape, o.strides)
                                                 for k, o in wrapped.items()},
                     conj_bits={k: o.conj for k, o in wrapped.items()},
-                    space=space, layout=resolved)
+                    space=space, layout=resolved, sum_scale=sum_scale)
         if not p.cpu:
             self._gpu_layouts(p, wrapped, host)
         return p
@@ -216,6 +228,11 @@ class _Contraction(StatefulObject):
             raise InvalidOperandError(f"out must be writable, got a {out.package} array "
                                       "(immutable)")
         check_writable(out, "out")
+        flags = getattr(out.obj, "flags", None)  # NumPy's arrays carry a read-only flag
+        if flags is not None and getattr(flags, "writeable", True) is False:
+            raise InvalidOperandError(
+                "out must be writable (the result is written into it), got a read-only array "
+                "(frozen arrays and views of read-only memory are; pass a writable one)")
         for k in names:
             if overlaps(out, wrapped[k]):
                 raise InvalidOperandError(
@@ -296,7 +313,15 @@ class _Contraction(StatefulObject):
 
     def plan(self, *, stream=None):
         """Plan the contraction (cuTENSOR's plan under :attr:`plan_preference`; the CPU path's
-        mode orders and pair order)."""
+        mode orders and pair order).
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream of the planning work: a ``cudaStream_t`` handle, a
+            :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream` (default: the operands'
+            package's current stream). Unused on the CPU.
+        """
         self._require_valid("plan")
         from ._run import build_run
 
@@ -316,6 +341,25 @@ class _Contraction(StatefulObject):
         Returns the result in the operands' package (``out`` itself when it was given). The
         call returns without waiting for the GPU for device operands unless
         ``options.blocking`` is True; host operands always wait.
+
+        Parameters
+        ----------
+        alpha : float or complex, optional
+            The factor of the contraction term (default 1.0); complex only for complex data.
+        beta : float or complex, optional
+            The factor of the addend: required when the contraction has an addend, refused
+            without one.
+        release_workspace : bool, optional
+            True returns the workspace memory to the package's pool when the call returns
+            (less memory held between calls, at the cost of allocating it again on the next
+            one); False (the default) keeps it.
+        stream : int or stream object, optional
+            The CUDA stream to run on (default: the operands' package's current stream).
+
+        Returns
+        -------
+        array
+            The result, in the operands' package and memory space.
         """
         self._require_planned("execute")
         if self._released:
@@ -349,6 +393,15 @@ class _Contraction(StatefulObject):
         ``out`` are not changed). A ternary contraction of device operands (32/64-bit data,
         no ``out``) then also times two binary contractions against the fused one and keeps
         the faster. On the CPU there is nothing to tune: the call only plans.
+
+        Parameters
+        ----------
+        iterations : int, optional
+            How many candidate kernels to time (a positive int; default: the plan
+            preference's ``incremental_count``, else 4).
+        stream : int or stream object, optional
+            The CUDA stream the timed runs use (default: the operands' package's current
+            stream).
         """
         self._require_valid("autotune")
         pref = self._plan_preference
@@ -477,7 +530,7 @@ class BinaryContraction(_Contraction):
         The addend (``beta`` then required at execution), of the result's shape or one that
         broadcasts to it.
     out : array, optional
-        Where to write the result (in place); must not overlap ``a`` or ``b``.
+        Where to write the result (in place); writable, must not overlap ``a`` or ``b``.
     qualifiers : array of Operator, optional
         One per input and one for the addend (``Operator.OP_CONJ`` conjugates a complex input).
     stream, options, execution
@@ -506,12 +559,43 @@ class BinaryContraction(_Contraction):
 
     def reset_operands(self, *, a=None, b=None, c=None, out=None, stream=None):
         """Give new operands of the planned dtypes, shapes, strides, package and device (at
-        least one; all of them after :meth:`release_operands`)."""
+        least one; all of them after :meth:`release_operands`).
+
+        Each new operand is checked against the one it replaces: the same package, memory
+        space, device, dtype, shape and strides, and a pointer aligned at least as well; a new
+        ``out`` is checked as in the constructor (writable, no overlap with the inputs). The
+        arrays are referenced, not copied.
+
+        Parameters
+        ----------
+        a, b : array, optional
+            New inputs.
+        c : array, optional
+            A new addend (only if the contraction was made with one).
+        out : array, optional
+            A new result target (only if the contraction was made with one).
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (default: the package's current
+            one).
+        """
         given = {k: v for k, v in (("a", a), ("b", b), ("c", c), ("out", out)) if v is not None}
         self._reset(given, stream)
 
     def reset_operands_unchecked(self, *, a=None, b=None, c=None, out=None, stream=None):
-        """:meth:`reset_operands` without the checks (the caller guarantees they hold)."""
+        """:meth:`reset_operands` without the checks (the caller guarantees they hold).
+
+        Parameters
+        ----------
+        a, b : array, optional
+            New inputs.
+        c : array, optional
+            A new addend (only if the contraction was made with one).
+        out : array, optional
+            A new result target (only if the contraction was made with one).
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (default: the package's current
+            one).
+        """
         self._unchecked({"a": a, "b": b, "c": c, "out": out})
 
 
@@ -521,6 +605,28 @@ class TernaryContraction(_Contraction):
     As :class:`BinaryContraction`, with three inputs (``"ij,jk,kl->il"``) and the addend
     ``d``. cuTENSOR contracts the three at once (``cutensorContractTrinary``); the CPU path
     contracts the cheapest pair first.
+
+    Parameters
+    ----------
+    expr : str
+        Einstein notation with three inputs: ``"ij,jk,kl->il"``, ``"abi,ibc,cd->ad"``.
+    a, b, c : arrays
+        The three inputs: NumPy, CuPy or torch arrays (or DLPack/CAI producers) of one
+        package, memory space and dtype. Any strides.
+    d : array, optional
+        The addend (``beta`` then required at execution), of the result's shape or one that
+        broadcasts to it.
+    out : array, optional
+        Where to write the result (in place); writable, must not overlap an input.
+    qualifiers : array of Operator, optional
+        Four values: one per input and the addend's (``Operator.OP_IDENTITY``).
+    stream : int or stream object, optional
+        The CUDA stream of the constructor's work (default: the package's current one).
+    options : ContractionOptions or dict, optional
+        Options of the contraction.
+    execution : str, ExecutionCUDA, ExecutionCPU or dict, optional
+        Where to run (default: where the operands live; host operands run on the GPU when
+        there is one, else on the CPU).
 
     Examples
     --------
@@ -541,12 +647,38 @@ class TernaryContraction(_Contraction):
         super().__init__(expr, (a, b, c), d, out, qualifiers, stream, options, execution)
 
     def reset_operands(self, *, a=None, b=None, c=None, d=None, out=None, stream=None):
-        """As :meth:`BinaryContraction.reset_operands` (``d`` is the addend)."""
+        """As :meth:`BinaryContraction.reset_operands` (``d`` is the addend).
+
+        Parameters
+        ----------
+        a, b, c : array, optional
+            New inputs.
+        d : array, optional
+            A new addend (only if the contraction was made with one).
+        out : array, optional
+            A new result target (only if the contraction was made with one).
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (default: the package's current
+            one).
+        """
         given = {k: v for k, v in (("a", a), ("b", b), ("c", c), ("d", d), ("out", out))
                  if v is not None}
         self._reset(given, stream)
 
     def reset_operands_unchecked(self, *, a=None, b=None, c=None, d=None, out=None,
                                  stream=None):
-        """:meth:`reset_operands` without the checks."""
+        """:meth:`reset_operands` without the checks (the caller guarantees they hold).
+
+        Parameters
+        ----------
+        a, b, c : array, optional
+            New inputs.
+        d : array, optional
+            A new addend (only if the contraction was made with one).
+        out : array, optional
+            A new result target (only if the contraction was made with one).
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (default: the package's current
+            one).
+        """
         self._unchecked({"a": a, "b": b, "c": c, "d": d, "out": out})

@@ -34,8 +34,10 @@ class FactorizationError(CuweaveError, RuntimeError):
     """A factorization failed: the matrix is singular (LU) or not positive definite
     (Cholesky). A ``RuntimeError``, as nvmath-python raises.
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        The error's text.
     factorization : str
         ``"LU"`` or ``"Cholesky"``.
     info : numpy.ndarray
@@ -45,6 +47,8 @@ class FactorizationError(CuweaveError, RuntimeError):
     batch_indices : tuple
         The indices (in the batch shape, or positions in an explicit batch) that failed;
         ``()`` for a single system.
+
+    The three are kept as attributes of the same names.
     """
 
     def __init__(self, message: str, factorization: str, info, batch_indices):

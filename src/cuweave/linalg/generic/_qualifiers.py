@@ -53,7 +53,18 @@ class _Constructor:
 
     @classmethod
     def is_valid(cls, other) -> np.bool_:
-        """Whether every record of ``other`` is a valid qualifier of this class."""
+        """Whether every record of ``other`` is a valid qualifier of this class.
+
+        Parameters
+        ----------
+        other : numpy.ndarray
+            A record, or an array of records, of dtype :data:`matrix_qualifiers_dtype`.
+
+        Returns
+        -------
+        numpy.bool_
+            True when ``other`` has that dtype, this class's abbreviation and valid fields.
+        """
         other = np.asarray(other)
         return np.bool_(other.dtype == matrix_qualifiers_dtype
                         and bool(np.all(other["abbreviation"] == cls.abbreviation))
@@ -65,7 +76,18 @@ class _Constructor:
 
     @classmethod
     def to_string(cls, other) -> str:
-        """A readable form of the record ``other``."""
+        """A readable form of the record ``other``.
+
+        Parameters
+        ----------
+        other : numpy.ndarray
+            One record of dtype :data:`matrix_qualifiers_dtype`.
+
+        Returns
+        -------
+        str
+            ``"(abbreviation, conjugate=..., uplo=..., diag=..., incx=...)"``.
+        """
         uplo, diag = int(other["uplo"]), int(other["diag"])
         uplo_s = FillMode(uplo).name if uplo in FillMode._value2member_map_ else str(uplo)
         diag_s = DiagType(diag).name if diag in DiagType._value2member_map_ else str(diag)
@@ -101,7 +123,17 @@ class GeneralMatrixQualifier(_Constructor):
 
     @classmethod
     def create(cls, conjugate: bool = False) -> np.ndarray:
-        """A record of a general matrix (``conjugate``: use its complex conjugate)."""
+        """A record of a general matrix.
+
+        Parameters
+        ----------
+        conjugate : bool, optional
+            Whether the operand is used conjugated (complex data; default False).
+        Returns
+        -------
+        numpy.ndarray
+            A 0-d record of dtype :data:`matrix_qualifiers_dtype`.
+        """
         return cls._record(conjugate)
 
 
@@ -124,6 +156,20 @@ class DiagonalMatrixQualifier(_Constructor):
 
     @classmethod
     def create(cls, conjugate: bool = False, incx: int = 1) -> np.ndarray:
+        """A record of a diagonal matrix.
+
+        Parameters
+        ----------
+        conjugate : bool, optional
+            Whether the operand is used conjugated (complex data; default False).
+        incx : {1, -1}, optional
+            The direction the diagonal is read in: 1 forward (default), -1 backward.
+
+        Returns
+        -------
+        numpy.ndarray
+            A 0-d record of dtype :data:`matrix_qualifiers_dtype`.
+        """
         if incx not in (-1, 1) or isinstance(incx, bool):
             raise InvalidOptionError(f"incx must be 1 or -1, got {incx!r}")
         return cls._record(conjugate, incx=incx)
@@ -147,6 +193,21 @@ class SymmetricMatrixQualifier(_Constructor):
 
     @classmethod
     def create(cls, conjugate: bool = False, uplo=FillMode.LOWER) -> np.ndarray:
+        """A record of a symmetric matrix.
+
+        Parameters
+        ----------
+        conjugate : bool, optional
+            Whether the operand is used conjugated (complex data; default False).
+        uplo : FillMode, optional
+            Which triangle holds the data: ``FillMode.LOWER`` (default) or
+            ``FillMode.UPPER``.
+
+        Returns
+        -------
+        numpy.ndarray
+            A 0-d record of dtype :data:`matrix_qualifiers_dtype`.
+        """
         return cls._record(conjugate, uplo=_uplo(uplo))
 
     _fields_ok = classmethod(lambda cls, other: _triangle_ok(other))
@@ -154,12 +215,38 @@ class SymmetricMatrixQualifier(_Constructor):
 
 class HermitianMatrixQualifier(_Constructor):
     """A Hermitian matrix whose data is the triangle ``uplo`` (the other is never read; the
-    imaginary parts of the diagonal are taken as zero). Real operands are symmetric."""
+    imaginary parts of the diagonal are taken as zero). Real operands are symmetric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from cuweave.linalg import HermitianMatrixQualifier, matmul, matrix_qualifiers_dtype
+    >>> a = np.array([[2.0, 0.0], [1j, 3.0]])  # the lower triangle holds the data
+    >>> q = np.array([HermitianMatrixQualifier.create(), (("ge", False, 2, 0, 0))],
+    ...              dtype=matrix_qualifiers_dtype)
+    >>> matmul(a, np.eye(2, dtype=complex), qualifiers=q, execution="cpu").tolist()
+    [[(2+0j), -1j], [1j, (3+0j)]]
+    """
 
     abbreviation = "he"
 
     @classmethod
     def create(cls, conjugate: bool = False, uplo=FillMode.LOWER) -> np.ndarray:
+        """A record of a Hermitian matrix.
+
+        Parameters
+        ----------
+        conjugate : bool, optional
+            Whether the operand is used conjugated (complex data; default False).
+        uplo : FillMode, optional
+            Which triangle holds the data: ``FillMode.LOWER`` (default) or
+            ``FillMode.UPPER``.
+
+        Returns
+        -------
+        numpy.ndarray
+            A 0-d record of dtype :data:`matrix_qualifiers_dtype`.
+        """
         return cls._record(conjugate, uplo=_uplo(uplo))
 
     _fields_ok = classmethod(lambda cls, other: _triangle_ok(other))
@@ -167,13 +254,39 @@ class HermitianMatrixQualifier(_Constructor):
 
 class TriangularMatrixQualifier(_Constructor):
     """A triangular matrix: the triangle ``uplo`` (the other is never read), with a unit
-    diagonal that is not read when ``diag`` is ``DiagType.UNIT``."""
+    diagonal that is not read when ``diag`` is ``DiagType.UNIT``.
+
+    Examples
+    --------
+    >>> from cuweave.linalg import DiagType, TriangularMatrixQualifier
+    >>> q = TriangularMatrixQualifier.create(diag=DiagType.UNIT)
+    >>> TriangularMatrixQualifier.to_string(q)
+    '(tr, conjugate=False, uplo=LOWER, diag=UNIT, incx=0)'
+    """
 
     abbreviation = "tr"
 
     @classmethod
     def create(cls, conjugate: bool = False, uplo=FillMode.LOWER,
                diag=DiagType.NON_UNIT) -> np.ndarray:
+        """A record of a triangular matrix.
+
+        Parameters
+        ----------
+        conjugate : bool, optional
+            Whether the operand is used conjugated (complex data; default False).
+        uplo : FillMode, optional
+            Which triangle holds the data: ``FillMode.LOWER`` (default) or
+            ``FillMode.UPPER``.
+        diag : DiagType, optional
+            ``DiagType.NON_UNIT`` (default: the diagonal is read) or ``DiagType.UNIT`` (taken
+            as ones, never read).
+
+        Returns
+        -------
+        numpy.ndarray
+            A 0-d record of dtype :data:`matrix_qualifiers_dtype`.
+        """
         try:
             d = DiagType(int(diag))
         except (ValueError, TypeError):

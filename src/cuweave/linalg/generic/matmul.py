@@ -330,13 +330,17 @@ class Matmul(StatefulObject):
         complex64 or complex128. Leading axes are batches (``a`` and ``b`` broadcast); a
         sequence is an explicit batch (one product per entry).
     c : array or sequence of arrays, optional
-        The addend, of the result's shape (requires ``beta``).
+        The addend, of the result's shape.
     alpha, beta : number or sequence of numbers, optional
+        The factors of the product (default 1) and of ``c`` (default 0); a sequence gives one
+        per entry of an explicit batch.
     qualifiers : numpy.ndarray of :data:`matrix_qualifiers_dtype`, optional
         Two or three records for ``a``, ``b`` (and ``c``). At most one of ``a``, ``b`` is
         structured; a diagonal operand is given as its 1-D diagonal; symmetric, Hermitian and
         triangular operands are square and only their ``uplo`` triangle is read.
     options : MatmulOptions or dict, optional
+        Options of the product (``inplace``: write the result into ``c``; ``blocking``;
+        ``logger``...).
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
         Default: where the operands live (host operands: the CPU, as nvmath-python).
     stream : optional
@@ -403,13 +407,36 @@ class Matmul(StatefulObject):
             raise InvalidMatmulState(f"Matmul.{method}() cannot be called after free()")
 
     def plan(self, *, stream=None) -> None:
-        """Choose the BLAS routine (done at construction; kept for nvmath's surface)."""
+        """Choose the BLAS routine (done at construction; kept for nvmath's surface).
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to run on: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+        """
         self._require_valid("plan")
         self._mark_planned()
 
     def execute(self, *, stream=None):
-        """Run the product; returns the result (a list for explicit batches) in the operands'
-        package, on their device."""
+        """Run the product.
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to run on: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+
+        Returns
+        -------
+        array or list of arrays
+            The result (a list for explicit batches) in the operands' package, on their
+            device (``c`` itself with ``options.inplace``).
+        """
         self._require_planned("execute")
         if self._released:
             raise InvalidOperandError("operands must be set with reset_operands() after "
@@ -417,20 +444,60 @@ class Matmul(StatefulObject):
         return self.execute_unchecked(stream=stream)
 
     def execute_unchecked(self, *, stream=None):
-        """:meth:`execute` without the state checks (a planned object with operands)."""
+        """:meth:`execute` without the state checks (a planned object with operands).
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to run on: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+
+        Returns
+        -------
+        array or list of arrays
+            As :meth:`execute`.
+        """
         stream = self._stream if stream is None else stream
         out = [p.run(stream) for p in self._products]
         return out if self._explicit else out[0]
 
     def reset_operands(self, a=None, b=None, c=None, *, alpha=None, beta=None, stream=None):
         """Replace operands (same package, device, dtype, shape, strides) and scalars; after
-        :meth:`release_operands` every operand must be given."""
+        :meth:`release_operands` every operand must be given.
+
+        Parameters
+        ----------
+        a, b : array or sequence of arrays, optional
+            New operands (an explicit batch: sequences of the length it was created with).
+        c : array or sequence of arrays, optional
+            A new addend (only if the product was created with ``c``).
+        alpha, beta : number or sequence of numbers, optional
+            New factors of the product and of ``c``.
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (accepted for nvmath's surface;
+            each :meth:`execute` takes its own).
+        """
         self._require_valid("reset_operands")
         self._reset(a, b, c, alpha, beta, checked=True)
 
     def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None,
                                  stream=None):
-        """:meth:`reset_operands` without the checks (the caller guarantees them)."""
+        """:meth:`reset_operands` without the checks (the caller guarantees them).
+
+        Parameters
+        ----------
+        a, b : array or sequence of arrays, optional
+            New operands (an explicit batch: sequences of the length it was created with).
+        c : array or sequence of arrays, optional
+            A new addend (only if the product was created with ``c``).
+        alpha, beta : number or sequence of numbers, optional
+            New factors of the product and of ``c``.
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (accepted for nvmath's surface;
+            each :meth:`execute` takes its own).
+        """
         self._reset(a, b, c, alpha, beta, checked=False)
 
     def _reset(self, a, b, c, alpha, beta, checked):
@@ -494,6 +561,30 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, qualifiers=None, options=N
            execution=None, stream=None):
     """``alpha * qa(a) @ qb(b) + beta * c`` (see :class:`Matmul`); planned products are
     cached by the operands' metadata, so repeating a problem costs no planning.
+
+    Parameters
+    ----------
+    a, b : array or sequence of arrays
+        The operands: NumPy, CuPy or torch arrays (float32, float64, complex64 or
+        complex128); leading axes are batches; sequences are explicit batches.
+    c : array or sequence of arrays, optional
+        The addend, of the result's shape.
+    alpha, beta : number or sequence of numbers, optional
+        The factors of the product (default 1) and of ``c`` (default 0).
+    qualifiers : numpy.ndarray of :data:`matrix_qualifiers_dtype`, optional
+        The structure of ``a``, ``b`` (and ``c``): general, diagonal, symmetric, Hermitian
+        or triangular (at most one of ``a``, ``b`` structured).
+    options : MatmulOptions or dict, optional
+        Options of the product.
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
+        Where to run (default: where the operands live; host operands on the CPU).
+    stream : int or stream object, optional
+        The CUDA stream to run on (default: the package's current stream).
+
+    Returns
+    -------
+    array or list of arrays
+        The result in the operands' package, on their device (a list for explicit batches).
 
     Examples
     --------

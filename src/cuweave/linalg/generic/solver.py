@@ -66,6 +66,8 @@ class DirectSolver(StatefulObject):
         Default: the operands' device; host operands run on the GPU when one is usable (as
         nvmath-python), else on the CPU.
     stream : optional
+        A CUDA stream (handle, ``__cuda_stream__`` object, torch or CuPy stream) for the
+        constructor's work and the default of the methods'.
 
     Examples
     --------
@@ -192,7 +194,16 @@ class DirectSolver(StatefulObject):
                                            "with reset_operands() after release_operands()")
 
     def plan(self, stream=None) -> None:
-        """Prepare the factorization (pivot and status buffers)."""
+        """Prepare the factorization (pivot and status buffers).
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to use: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+        """
         self._require_valid("plan")
         self._require_operands("plan")
         if self._planned:
@@ -204,7 +215,16 @@ class DirectSolver(StatefulObject):
 
     def factorize(self, *, stream=None) -> None:
         """Factorize ``a`` (LU or Cholesky); raises :class:`FactorizationError` when ``a`` is
-        singular / not positive definite."""
+        singular / not positive definite.
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to use: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+        """
         self._require_planned("factorize")
         self._require_operands("factorize")
         self._factorized = False
@@ -286,8 +306,22 @@ class DirectSolver(StatefulObject):
         return out.reshape(B.op.shape)
 
     def solve(self, *, stream=None):
-        """Solve with the current factorization and ``b``; returns ``x`` (``b``'s shape, in
-        the operands' package and memory space; a list for an explicit batch of ``b``)."""
+        """Solve with the current factorization and ``b``.
+
+        Parameters
+        ----------
+        stream : int or stream object, optional
+            The CUDA stream to use: a ``cudaStream_t`` handle, an object with
+            ``__cuda_stream__``, a :class:`cupy.cuda.Stream` or a :class:`torch.cuda.Stream`
+            (default: the one given to the constructor, else the package's current stream).
+            Unused on the CPU.
+
+        Returns
+        -------
+        array or list of arrays
+            ``x``, of ``b``'s shape, in the operands' package and memory space (a list for an
+            explicit batch of ``b``).
+        """
         self._require_planned("solve")
         self._require_operands("solve")
         if not self._factorized:
@@ -315,7 +349,18 @@ class DirectSolver(StatefulObject):
 
     def reset_operands(self, a=None, b=None, *, stream=None) -> None:
         """Replace ``a`` and/or ``b`` (same package, device, dtype, shapes and strides); a new
-        ``a`` needs a new :meth:`factorize`."""
+        ``a`` needs a new :meth:`factorize`.
+
+        Parameters
+        ----------
+        a : array or sequence of arrays, optional
+            A new coefficient matrix (or batch of them).
+        b : array or sequence of arrays, optional
+            New right-hand sides.
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (accepted for nvmath's surface;
+            each method takes its own).
+        """
         self._require_valid("reset_operands")
         if self._released and (a is None or b is None):
             raise InvalidOperandError("reset_operands() must be given both a and b after "
@@ -333,7 +378,18 @@ class DirectSolver(StatefulObject):
         self._set(new_a, new_b)
 
     def reset_operands_unchecked(self, a=None, b=None, *, stream=None) -> None:
-        """:meth:`reset_operands` without the checks."""
+        """:meth:`reset_operands` without the checks (the caller guarantees they hold).
+
+        Parameters
+        ----------
+        a : array or sequence of arrays, optional
+            A new coefficient matrix (or batch of them).
+        b : array or sequence of arrays, optional
+            New right-hand sides.
+        stream : int or stream object, optional
+            The CUDA stream the new operands are ordered on (accepted for nvmath's surface;
+            each method takes its own).
+        """
         self._set(None if a is None else _rewrap(self.A, a),
                   None if b is None else _rewrap(self.B, b))
 
@@ -573,6 +629,27 @@ def _rewrap(side: Side, x) -> Side:
 def direct_solver(a, b, *, options=None, execution=None, stream=None):
     """Solve ``a @ x = b`` (see :class:`DirectSolver`): plan, factorize and solve once. Solvers
     are cached by the operands' metadata (a repeated problem reuses its buffers and handles).
+
+    Parameters
+    ----------
+    a : array or sequence of arrays
+        A square matrix, a batch ``(*batch, n, n)``, or a sequence of ``(n, n)`` matrices
+        (float32, float64, complex64, complex128).
+    b : array or sequence of arrays
+        The right-hand sides: ``(n,)``, ``(n, nrhs)``, ``(*batch, n)``, ``(*batch, n, nrhs)``
+        or a sequence, one per system of ``a``.
+    options : DirectSolverOptions or dict, optional
+        Options of the solver (factorization, fill mode, blocking...).
+    execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
+        Where to run (default: the operands' device; host operands on the GPU when one is
+        usable, else on the CPU).
+    stream : int or stream object, optional
+        The CUDA stream to run on (default: the package's current stream).
+
+    Returns
+    -------
+    array or list of arrays
+        ``x``, of ``b``'s shape, in the operands' package and memory space.
 
     Examples
     --------
