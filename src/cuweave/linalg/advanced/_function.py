@@ -1,10 +1,10 @@
-"""The function form :func:`matmul`: a planned :class:`Matmul` per operand layout, cached.
+"""The function form :func:`matmul`: wrap once, key, take the cached plan, run a fresh call.
 
-A call wraps its operands, looks the plan up in :data:`plan_cache` (an LRU bounded by count
-and workspace bytes), rebinds the operands and executes. For torch/CuPy device arrays with
-nothing but ``alpha`` and ``epilog`` given, the key is read straight off the arrays and a hit reuses
-the cached plan's operand records (no wrapping): the call is then the planned execute plus
-about a microsecond.
+A call wraps its operands, looks the :class:`~._plan.Plan` up in :data:`plan_cache` (an LRU
+bounded by count and workspace bytes; a miss makes the plan) and runs ``plan.run(Call(...))``.
+For torch/CuPy device arrays with nothing but ``alpha``, ``epilog`` and ``stream`` given, the
+key and the pointers are read straight off the arrays (no wrapping): the call is then the
+planned execute plus about a microsecond.
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..._internal.cache import PlanCache
+from ..._internal.errors import InvalidOperandError
+from ..._internal.options import coerce_options
 from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
 from ._binding import _input_name
 from ._checks import (
+    AUX_SCALE,
     _check_algorithm,
     _freeze,
     _input_key,
@@ -24,7 +27,10 @@ from ._checks import (
     split_aux_scale,
 )
 from ._epilogs import epilog_spec, validate_epilog_inputs
-from .matmul import Matmul, _log
+from ._options import MatmulOptions
+from ._plan import UNIT, Call, make_plan
+from ._spec import Spec
+from .matmul import _log
 
 __all__ = ["matmul", "plan_cache"]
 
@@ -82,9 +88,10 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     elif epilog_inputs is not None:
         epilog_inputs = _ignored_inputs(epilog_inputs, options)
     if alpha is not None and type(alpha) is not float:  # a cached plan skips the checks
-        _scalar(alpha, None, "alpha")
+        alpha = _scalar(alpha, None, "alpha")
     if beta is not None and c is not None and type(beta) is not float:  # no c: ignored
-        _scalar(beta, None, "beta")
+        beta = _scalar(beta, None, "beta")
+    found = plan = None
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
@@ -99,36 +106,30 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         found = probe(a, b, epilog)
         if found is not None:
             key, pa, pb = found
-            mm = plan_cache.pop(key)
-            if mm is None:
-                return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers,
-                             quantization_scales, options, preferences, algorithm, execution,
-                             stream, key, True)
-            spare = mm._spare_ops  # (records by name, record of a, record of b)
-            lean = mm._fast_run
-            if spare is None or lean is None:
-                return _run_cached(mm, found, a, b, alpha, stream)
-            # the key fixes the layouts and nothing else is bound: the planned records take
-            # the tensors and the probed pointers (nothing wrapped), and the lean run runs, on
-            # a given stream resolved first (an event then stands for it, as release_operands
-            # records one)
-            ops, oa, ob = spare
-            oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
-            if alpha is None:
-                alpha = 1.0
-            try:
-                s = None if stream is None else mm._resolve_stream(stream)
-                if alpha != mm._alpha:
-                    mm.alpha = alpha
-                mm._ops = ops
-                return lean(mm, s)
-            finally:
-                mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
-                if stream is not None:
-                    mm._engine.res.mark()
-                plan_cache.put(key, mm, mm._engine.workspace_size)
+            plan = plan_cache.pop(key)
+            if plan is not None and not plan.needs_records:
+                # the key fixes the layouts and nothing else is given: a call of the two
+                # probed pointers (nothing wrapped)
+                s = None
+                try:
+                    if stream is not None:
+                        s = plan.spec.stream(stream).ptr
+                    return plan.run(Call(pa, pb, None, s, UNIT if alpha is None else
+                                         _alpha(plan, alpha)))
+                finally:
+                    if s is not None:  # the stream may be destroyed now: an event stands
+                        plan.forget_stream()
+                    plan_cache.put(key, plan, plan.engine.workspace_size)
     return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-                 options, preferences, algorithm, execution, stream, None, False)
+                 options, preferences, algorithm, execution, stream, found, plan)
+
+
+def _alpha(plan, alpha) -> tuple:
+    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
+    if type(alpha) is not float and not plan.spec.complex and \
+            isinstance(alpha, complex | np.complexfloating):
+        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
+    return (alpha, 0.0)
 
 
 def _ignored_inputs(epilog_inputs, options):
@@ -140,10 +141,9 @@ def _ignored_inputs(epilog_inputs, options):
 
 
 def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-          options, preferences, algorithm, execution, stream, fast, looked_up):
-    """:func:`matmul` past the cached lean run: wrap, key (``fast``: the probed key, already
-    looked up and missed when ``looked_up``), plan or rebind, execute, cache."""
-    mm = None
+          options, preferences, algorithm, execution, stream, found, plan):
+    """:func:`matmul` past the keyed call: wrap once, key (``found``: the probed key, already
+    looked up: ``plan`` is what it found), take or make the plan, run a call, cache."""
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -155,34 +155,58 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
     tensors, aux_scale = split_aux_scale(epilog_inputs)
     if tensors:
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in tensors.items()}
-    key = fast
-    if key is None:
+    if found is not None:
+        key = found[0]
+    else:
         key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
                    preferences, execution, algorithm)
         if aux_scale is not None:  # its kind only: the value is read at each run
             key += (None if isinstance(aux_scale, int | float | np.number)
                     else _freeze(aux_scale),)
-    if not looked_up:
         try:
-            mm = plan_cache.pop(key)
+            plan = plan_cache.pop(key)
         except TypeError:  # something unhashable: no caching
             key = None
-    if mm is None:
-        mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
-                    quantization_scales=quantization_scales, options=options,
-                    execution=execution, stream=stream)
-        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
-                algorithms=[algorithm] if algorithm is not None else None)
-    else:
-        if c is not None:
-            ops["c"] = mm._matrix_c(ops["c"])  # a 1-D c read as the planned matrix
-        mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
-                   None, False, aux_scale)  # the stream: release_operands() reset it
-    mm._spare_ops = (ops, ops["a"], ops["b"]) if fast is not None else None
+    s = None
+    fresh = plan is None
+    if fresh:  # a miss: the plan is made for these operands
+        opts = coerce_options(options, MatmulOptions, "options")
+        spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
+        scalars = spec.scalars(alpha, beta, c is not None)
+        _, scales = spec.call_scales(quantization_scales)
+        s = None if stream is None else spec.stream(stream)
+        given = dict(inputs or {})  # wrapped once: the plan takes the records
+        if aux_scale is not None:
+            given[AUX_SCALE] = aux_scale
+        plan, inputs, aux_scale = make_plan(
+            spec, ops, preferences=preferences, epilog=epilog,
+            epilog_inputs=given if epilog_inputs is not None else None,
+            algorithms=[algorithm] if algorithm is not None else None)
     try:
-        return mm.execute(stream=stream)
+        if not fresh:  # a hit: the call's own values checked, the plan goes back after
+            spec = plan.spec
+            if c is not None:
+                ops["c"] = spec.matrix_c(ops["c"])  # a 1-D c read as the planned matrix
+            scalars = spec.scalars(alpha, beta, c is not None)
+            scales = (None if quantization_scales is None else
+                      spec.call_scales(quantization_scales)[1])
+            if aux_scale is not None:
+                aux_scale = spec.aux_scale(aux_scale, plan.prefs.epilog.aux_type)
+            if inputs:
+                plan.binding.check_inputs(inputs, False)
+            s = None if stream is None else spec.stream(stream)
+        call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
+                       scales, aux_scale)
+        call.staged = plan.stage(ops)
+        return plan.run(call)
     finally:
-        _put_back(mm, key)
+        if s is not None:
+            plan.forget_stream()
+        if key is not None:
+            plan_cache.put(key, plan, plan.workspace_size)
+        else:
+            plan.free()
+
 
 def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
          execution, algorithm) -> tuple:
@@ -200,32 +224,3 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
                   None if execution is None else _freeze(execution), algorithm)
     return (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
             beta is None, extras)
-
-
-def _run_cached(mm, found, a, b, alpha, stream):
-    """Execute the cached plan ``mm`` for ``a`` and ``b`` (``found``: their probed key and
-    pointers) where the lean run does not apply (optional steps) or the plan has no operand
-    records yet: the plan's operand records get the tensors (wrapped once if it was planned by
-    a call that could not use the key), then the rebind and execute."""
-    key, pa, pb = found
-    spare = mm._spare_ops  # (records by name, record of a, record of b)
-    if spare is None:
-        ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
-        spare = mm._spare_ops = (ops, ops["a"], ops["b"])
-    ops, oa, ob = spare
-    oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
-    mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
-    try:
-        return mm.execute(stream=stream)
-    finally:
-        _put_back(mm, key)
-
-def _put_back(mm, key) -> None:
-    """Release the call's operands (the records keep no tensor alive) and cache the plan."""
-    mm.release_operands()
-    spare = mm._spare_ops
-    if spare is not None:
-        spare[1].obj = spare[2].obj = None
-    if key is not None:
-        ws = mm._engine.workspace_size if mm._engine is not None else 0
-        plan_cache.put(key, mm, ws)
