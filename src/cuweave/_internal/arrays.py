@@ -148,8 +148,8 @@ def _numpy_data_pointer_reader():
     probe = np.arange(3.0)[1:]
     offset = object.__basicsize__
     try:
-        if ctypes.c_void_p.from_address(id(probe) + offset).value == \
-                probe.__array_interface__["data"][0]:
+        if (ctypes.c_void_p.from_address(id(probe) + offset).value
+                == probe.__array_interface__["data"][0]):
             from_address = ctypes.c_void_p.from_address
             return lambda x: from_address(id(x) + offset).value or 0
     except Exception:  # pragma: no cover - other interpreters

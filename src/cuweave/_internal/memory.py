@@ -147,8 +147,8 @@ class BaseCUDAMemoryManagerAsync(ABC):
 
 def check_allocator(allocator, name: str = "allocator"):
     """``allocator`` if it is ``None`` or has ``memalloc``/``memalloc_async``, else raise."""
-    if allocator is None or callable(getattr(allocator, "memalloc_async", None)) or \
-            callable(getattr(allocator, "memalloc", None)):
+    if (allocator is None or callable(getattr(allocator, "memalloc_async", None))
+            or callable(getattr(allocator, "memalloc", None))):
         return allocator
     raise InvalidOptionError(
         f"{name} must be a BaseCUDAMemoryManager or BaseCUDAMemoryManagerAsync (an object with "

@@ -73,8 +73,8 @@ def nccl_transport(comm: nccl.Communicator, stream: int, ops, api=nccl):
     (tests pass a recorder)."""
 
     def transport(group, sends, recvs) -> None:
-        moves = [(api.send, peer, b) for peer, b in sends] + \
-                [(api.recv, peer, b) for peer, b in recvs]
+        moves = ([(api.send, peer, b) for peer, b in sends]
+                 + [(api.recv, peer, b) for peer, b in recvs])
         moves = [(fn, peer, b, ops.nbytes(b)) for fn, peer, b in moves]
         moves = [m for m in moves if m[3]]
         if not moves:

@@ -105,8 +105,8 @@ class _TorchOps:
 
     def kind_size(self, x):
         dt = x.dtype
-        kind = "c" if dt.is_complex else "f" if dt.is_floating_point else \
-            "b" if dt == self.torch.bool else "i"
+        kind = ("c" if dt.is_complex else "f" if dt.is_floating_point else
+                "b" if dt == self.torch.bool else "i")
         return kind, dt.itemsize
 
     def dtype_name(self, x):
@@ -310,8 +310,8 @@ class Recipe:
                        and ops.dtype_name(x) == self.in_name and fitted == list(shape))
         #: a simple recipe's arguments of the function forms' body after the operand, so a
         #: call goes straight to the plan cache (None after a layout cuFFT cannot express)
-        self.direct = _form_args(step, self.axes, s[-1], self.norm, None) if self.simple \
-            else None
+        self.direct = (_form_args(step, self.axes, s[-1], self.norm, None) if self.simple
+                       else None)
 
     def run(self, x, *, execution=None):
         """Fit ``x`` (dtype, ``s``), transform, return the result where ``x`` lives."""

@@ -88,8 +88,8 @@ def _scalar(value, default, name):
         return default
     if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
         value = value.item()  # a 0-d NumPy array or torch tensor, as nvmath-python takes
-    if isinstance(value, int | float | complex | np.number) and \
-            not isinstance(value, bool | np.bool_):
+    if (isinstance(value, int | float | complex | np.number)
+            and not isinstance(value, bool | np.bool_)):
         try:
             complex(value)
         except OverflowError:

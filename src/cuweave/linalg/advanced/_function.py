@@ -126,8 +126,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
 
 def _alpha(plan, alpha) -> tuple:
     """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
-    if type(alpha) is not float and not plan.spec.complex and \
-            isinstance(alpha, complex | np.complexfloating):
+    if (type(alpha) is not float and not plan.spec.complex
+            and isinstance(alpha, complex | np.complexfloating)):
         raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
     return (alpha, 0.0)
 

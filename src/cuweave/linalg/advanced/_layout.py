@@ -189,8 +189,8 @@ def bias_layout(shape, strides, axis: str, batch_shape) -> int:
     if vec_len > 1 and vec_stride != 1:
         raise UnsupportedLayoutError(
             f"epilog_inputs['bias'] must be contiguous along its length, got strides {strides}")
-    if bshape and tuple(bshape) != tuple(batch_shape)[-len(bshape):] and \
-            any(x != 1 for x in bshape):
+    if (bshape and tuple(bshape) != tuple(batch_shape)[-len(bshape):]
+            and any(x != 1 for x in bshape)):
         raise InvalidOperandError(
             f"epilog_inputs['bias'] batch shape must be {tuple(batch_shape)} (or absent), got "
             f"{tuple(bshape)}")

@@ -89,8 +89,8 @@ def plan_inputs(spec, epi, prefs, epilog_inputs, aux_scale):
     types = spec.types
     check_fp8_aux(prefs, epi, types)
     aux_type = prefs.epilog.aux_type
-    typed = bool(epi.outputs) and epi.aux_output is not None and \
-        AUX_FORMATS[epi.aux_output].typed
+    typed = (bool(epi.outputs) and epi.aux_output is not None
+             and AUX_FORMATS[epi.aux_output].typed)
     aux_scale = spec.aux_scale(aux_scale, aux_type, required=typed)
     inputs = wrap_inputs(epi, epilog_inputs)
     check_aux_input_dtype(epi, inputs, types, prefs)

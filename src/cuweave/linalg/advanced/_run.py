@@ -452,8 +452,9 @@ def _cpu_run(plan):
 def _batched_view(arr, count):
     """``(count, rows, n)`` / ``(count, length)`` view of an aux output (no copy)."""
     v = arr.view()
-    v.shape = (count, *arr.shape[-2:]) if arr.shape[-1:] != (1,) and arr.ndim >= 2 and \
-        arr.size // count != arr.shape[-1] else (count, arr.size // count)
+    matrices = (arr.shape[-1:] != (1,) and arr.ndim >= 2
+                and arr.size // count != arr.shape[-1])
+    v.shape = (count, *arr.shape[-2:]) if matrices else (count, arr.size // count)
     return v
 
 
