@@ -12,7 +12,7 @@ import math
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
 from .._internal.overlap import check_inplace_target
-from .._internal.packages import wrap_operand
+from .._internal.packages import resolve_stream, wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -182,6 +182,12 @@ class Spec:
     __slots__ = ("package", "device", "space", "device_id", "cuda", "staged", "shape", "strides",
                  "dtype", "out_dtype", "axes", "fft_type", "lengths", "out_shape", "inplace",
                  "options", "layout", "dev_strides", "n_points", "stage_perm", "to_host")
+
+    def stream(self, stream):
+        """``stream`` (any accepted stream object; ``None``: the current one of a device
+        operand's package) as a :class:`Stream`: the one place a stream argument is resolved."""
+        package = self.package if self.device == "cuda" else None
+        return resolve_stream(stream, package=package, device_id=self.device_id)
 
     def __repr__(self) -> str:
         return (f"Spec({self.fft_type}, {self.dtype}->{self.out_dtype}, shape={self.shape}, "

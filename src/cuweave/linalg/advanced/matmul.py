@@ -399,7 +399,8 @@ class Matmul(StatefulObject):
     def execute(self, *, algorithm=None, release_workspace: bool = False, stream=None):
         """Run the planned matmul; returns the result (and an aux dict for aux epilogs)."""
         ready = self._ready
-        if ready is not None and algorithm is None and stream is None and not release_workspace:
+        if (ready is not None and algorithm is None and stream is None
+                and release_workspace is False):
             return ready(self._call)
         self._require_planned("execute")
         call = self._call
