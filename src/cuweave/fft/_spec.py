@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .._internal.cache import operand_key, plan_key
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
 from .._internal.overlap import check_inplace_target
@@ -303,7 +304,8 @@ def _callable_key(c, name: str) -> tuple | None:
 
 
 def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
-    """Hashable key of everything that shapes a plan (never the data pointer).
+    """Hashable key of everything that shapes a plan (never the data pointer), by the one
+    key builder (:func:`~cuweave._internal.cache.plan_key`).
 
     ``axes`` enter normalized (``None``, ``1``, ``(1,)`` and ``(-1,)`` of a 2-D operand give one
     key), so :meth:`FFT.get_key` equals :meth:`FFT.create_key` of the same arguments.
@@ -312,11 +314,13 @@ def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
         where = ("cuda", space.device_id)
     else:
         where = ("cpu", space.num_threads)
-    return (op.package, op.device, op.shape, op.strides, op.dtype,
-            normalize_axes(axes, len(op.shape)), options.fft_type, options.inplace,
-            options.last_axis_parity, options.result_layout, options.blocking,
-            id(options.allocator) if options.allocator is not None else None, where,
-            _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
+    # the options that shape a plan, field by field (freezing the whole dataclass costs more
+    # than the rest of the key), the allocator by identity
+    return plan_key(operand_key(op, aligned=False), normalize_axes(axes, len(op.shape)),
+                    options.fft_type, options.inplace, options.last_axis_parity,
+                    options.result_layout, options.blocking,
+                    id(options.allocator) if options.allocator is not None else None, where,
+                    _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
 
 
 def callback_fast_key(c):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._internal.arrays import alignment
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ._algorithm import Algorithm
 from ._options import matrix_qualifiers_dtype
@@ -135,50 +134,6 @@ def alignment_error(name, have, need):
     return InvalidOperandError(
         f"{name} must be at least as aligned as the planned operand ({need} bytes), got a "
         f"pointer aligned to {have} bytes; plan again (or use a {need}-byte aligned array)")
-
-
-def _freeze(value):
-    """A hashable stand-in for an option value (dataclasses and dicts by content)."""
-    if value is None or isinstance(value, str | int | float):
-        return value
-    if isinstance(value, dict):
-        return (dict, tuple(sorted((k, _freeze(v)) for k, v in value.items())))
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields is not None:
-        return (type(value), tuple(_freeze(getattr(value, f)) for f in fields))
-    if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, np.generic):  # compares safely with tuples, unlike NumPy scalars
-        return (value.dtype.str, value.item())
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        # another package's array (a scale tensor, ...): never held by the cache, never
-        # compared elementwise; the call rebinds it, so only its kind enters the key
-        return ("array", type(value).__module__, str(value.dtype), tuple(value.shape))
-    try:
-        hash(value)
-    except TypeError:
-        return (type(value), repr(value))
-    return value
-
-
-def _op_key(op) -> tuple | None:
-    """What a cached plan needs of an operand; device pointers also by alignment (a less
-    aligned operand gets its own plan: cuBLASLt kernels assume the planned alignment)."""
-    if op is None:
-        return None
-    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj,
-            alignment(op.ptr) if op.device == "cuda" else 0)
-
-
-def _input_key(op, name=None) -> tuple:
-    """What a cached plan needs of an epilog input; an aux input also by the frame its forward
-    pass produced it in (a square one's layout does not tell it)."""
-    key = (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj)
-    if name in ("relu_aux", "gelu_aux"):
-        from ._layout import recall_aux_frame
-
-        key += (recall_aux_frame(op.ptr, op.shape),)
-    return key
 
 
 _SCALE_NAMES = ("a", "b", "c", "d")

@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._internal.cache import PlanCache
+from ..._internal.cache import PlanCache, plan_key
 from ..._internal.errors import InvalidOperandError
 from ..._internal.options import coerce_options
 from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
 from ._binding import _input_name
-from ._checks import (
-    AUX_SCALE,
-    _check_algorithm,
-    _freeze,
-    _input_key,
-    _op_key,
-    _scalar,
-    ignored,
-    split_aux_scale,
-)
+from ._checks import AUX_SCALE, _check_algorithm, _scalar, ignored, split_aux_scale
 from ._epilogs import epilog_spec, validate_epilog_inputs
+from ._layout import recall_aux_frame
 from ._options import MatmulOptions
 from ._plan import UNIT, Call, make_plan
 from ._spec import Spec
@@ -159,10 +151,7 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
         key = found[0]
     else:
         key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
-                   preferences, execution, algorithm)
-        if aux_scale is not None:  # its kind only: the value is read at each run
-            key += (None if isinstance(aux_scale, int | float | np.number)
-                    else _freeze(aux_scale),)
+                   preferences, execution, algorithm, aux_scale)
         try:
             plan = plan_cache.pop(key)
         except TypeError:  # something unhashable: no caching
@@ -209,18 +198,20 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
 
 
 def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
-         execution, algorithm) -> tuple:
-    extras = None  # everything but the operands, frozen only when something is given
-    if (epilog is not None or inputs is not None or qualifiers is not None or
-            quantization_scales is not None or options is not None or preferences is not None
-            or execution is not None or algorithm is not None):
-        extras = (_freeze(epilog),
-                  None if inputs is None else tuple(sorted((k, _input_key(v, k))
-                                                           for k, v in inputs.items())),
-                  None if qualifiers is None else _freeze(np.asarray(qualifiers)),
-                  None if quantization_scales is None else _freeze(quantization_scales),
-                  None if options is None else _freeze(options),
-                  None if preferences is None else _freeze(preferences),
-                  None if execution is None else _freeze(execution), algorithm)
-    return (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
-            beta is None, extras)
+         execution, algorithm, aux_scale) -> tuple:
+    """The plan key of a call, by the one key builder (:func:`plan_key`): the operands, whether
+    ``beta`` is given, and whatever else is given; an aux input also by the frame its forward
+    pass produced it in (a square one's layout does not tell it), an aux scale by its kind (its
+    value is read at each run)."""
+    frames = None
+    if inputs:
+        frames = tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
+                              if k in ("relu_aux", "gelu_aux")))
+    scale_kind = None
+    if aux_scale is not None:
+        scale_kind = "scalar" if isinstance(aux_scale, int | float | np.number) else aux_scale
+    return plan_key(ops["a"], ops["b"], ops["c"] if c is not None else None, beta is None,
+                    epilog, inputs, frames,
+                    None if qualifiers is None else np.asarray(qualifiers),
+                    quantization_scales, options, preferences, execution, algorithm,
+                    scale_kind)
