@@ -10,6 +10,7 @@ from .memory import MemoryPointer
 from .packages import (
     ADAPTERS,
     Adapter,
+    NamespaceArrayOps,
     _all_slices,
     _shape_perm,
     _slices_then_full,
@@ -20,14 +21,20 @@ from .streams import Stream
 __all__ = ["CupyAdapter", "CUPY"]
 
 
-class CupyAdapter(Adapter):
+class CupyAdapter(NamespaceArrayOps, Adapter):
     name = "cupy"
+    device_memory = True
     owns_stream = True
     #: dtypes CuPy arrays hold (others come back as DeviceArray)
     DTYPES = frozenset(NUMPY_NATIVE) - {"bool"}
 
     @staticmethod
     def _cupy():
+        return sys.modules["cupy"]
+
+    @property
+    def xp(self):
+        """The cupy module (for :class:`NamespaceArrayOps`)."""
         return sys.modules["cupy"]
 
     def wrap(self, x, name: str) -> Operand:

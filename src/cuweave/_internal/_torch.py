@@ -232,6 +232,48 @@ class TorchAdapter(Adapter):
         return x.mT.conj().resolve_conj() if conjugate else x.mT
 
 
+    # ---- array operations (the NumPy-style FFT layer; see packages.NamespaceArrayOps) -----
+    array_ops = True
+
+    def kind_size(self, x):
+        dt = x.dtype
+        kind = ("c" if dt.is_complex else "f" if dt.is_floating_point else
+                "b" if dt == self._torch().bool else "i")
+        return kind, dt.itemsize
+
+    def dtype_label(self, x) -> str:
+        return str(x.dtype).rpartition(".")[2]
+
+    def astype(self, x, name):
+        return x.to(getattr(self._torch(), name))
+
+    def new_like(self, shape, name, like, zeros: bool = False):
+        torch = self._torch()
+        return (torch.zeros if zeros else torch.empty)(shape, dtype=getattr(torch, name),
+                                                       device=like.device)
+
+    def conj(self, x):
+        return self._torch().conj_physical(x)
+
+    def conj_(self, x):
+        return x.conj_physical_()
+
+    def to_back(self, x, axes):
+        last = list(range(x.ndim - len(axes), x.ndim))
+        return self._torch().movedim(x, axes, last).contiguous()
+
+    def from_back(self, y, axes):
+        last = list(range(y.ndim - len(axes), y.ndim))
+        return self._torch().movedim(y, last, axes)
+
+    def copy_into(self, out, y):
+        out.copy_(y)
+        return out
+
+    def fft_shift(self, x, axes, name: str):
+        return getattr(self._torch().fft, name)(x, dim=axes)
+
+
 TORCH = TorchAdapter()
 # registered here, where the class is defined (``packages`` imports this module at its end)
 ADAPTERS["torch"] = TORCH

@@ -83,6 +83,11 @@ class Adapter:
     owns_stream = False
     #: whether results may be written into the package's arrays (in place); JAX's are not
     writable = True
+    #: whether the package's arrays can hold complex32 (half-precision complex) results
+    has_complex32 = True
+    #: whether the adapter has the array operations of the NumPy-style FFT layer
+    #: (:class:`NamespaceArrayOps`' methods: NumPy, CuPy, torch)
+    array_ops = False
     #: ``None``, or ``deliver(obj) -> array``: a result made by :meth:`empty` or
     #: :meth:`result_allocator`, turned into the package's array once the run's work is
     #: queued (packages whose arrays cannot be written after they are made: JAX)
@@ -244,8 +249,66 @@ class Adapter:
         return x.nbytes
 
 
-class NumpyAdapter(Adapter):
+class NamespaceArrayOps:
+    """The array operations of NumPy's namespace (NumPy and CuPy arrays; ``xp`` is the
+    package's module): the operations the NumPy-style FFT layer (``cuweave.fft.numpy``) applies
+    to the arrays it is given, in their own package. torch's adapter has the same methods."""
+
+    array_ops = True
+    #: whether the package's arrays live in device memory (CuPy) or host memory (NumPy)
+    device_memory = False
+    #: NumPy's namespace has no complex32 (half-precision complex) dtype
+    has_complex32 = False
+    _labels: dict = {}  # dtype -> its label (dtype.name takes microseconds)
+
+    def kind_size(self, x):
+        """``(kind, itemsize)`` of ``x``'s dtype, kind one of NumPy's ``"biufc"``."""
+        dt = x.dtype
+        return dt.kind, dt.itemsize
+
+    def dtype_label(self, x) -> str:
+        """``x``'s dtype as a name the package's ``astype`` takes (byte-swapped data named so
+        as to be converted)."""
+        dt = x.dtype
+        name = self._labels.get(dt)
+        if name is None:
+            name = self._labels[dt] = dt.name if dt.isnative else dt.str
+        return name
+
+    def astype(self, x, name):
+        return x.astype(name)
+
+    def new_like(self, shape, name, like, zeros: bool = False):
+        """A new array of ``shape`` and dtype ``name`` where ``like`` lives."""
+        return (self.xp.zeros if zeros else self.xp.empty)(shape, dtype=name)
+
+    def conj(self, x):
+        return self.xp.conj(x)
+
+    def conj_(self, x):
+        return self.xp.conj(x, out=x)
+
+    def to_back(self, x, axes):
+        """A dense copy of ``x`` with ``axes`` moved last, in order."""
+        last = list(range(x.ndim - len(axes), x.ndim))
+        return self.xp.ascontiguousarray(self.xp.moveaxis(x, axes, last))
+
+    def from_back(self, y, axes):
+        last = list(range(y.ndim - len(axes), y.ndim))
+        return self.xp.moveaxis(y, last, axes)
+
+    def copy_into(self, out, y):
+        out[...] = y
+        return out
+
+    def fft_shift(self, x, axes, name: str):
+        """The package's ``fft.fftshift``/``fft.ifftshift`` (``name``) of ``x``."""
+        return getattr(self.xp.fft, name)(x, axes=axes)
+
+
+class NumpyAdapter(NamespaceArrayOps, Adapter):
     name = "numpy"
+    xp = np
 
     def wrap(self, x, name: str) -> Operand:
         if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
@@ -285,6 +348,13 @@ def adapter_of(x) -> Adapter:
     if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
         return _cupy.CUPY
     return BY_MODULE.get(mod.split(".", 1)[0], GENERIC)
+
+
+def array_adapter(x):
+    """The adapter of ``x`` when it has the array operations (:class:`NamespaceArrayOps`),
+    else ``None``. NumPy scalars count as NumPy's (0-d arrays)."""
+    ad = NUMPY if isinstance(x, np.generic) else adapter_of(x)
+    return ad if ad.array_ops else None
 
 
 def wrap_operand(x, name: str = "operand") -> Operand:

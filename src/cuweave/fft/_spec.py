@@ -13,7 +13,7 @@ from .._internal.cache import operand_key, plan_key
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
 from .._internal.overlap import check_inplace_target
-from .._internal.packages import resolve_stream, wrap_operand
+from .._internal.packages import adapter, resolve_stream, wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -232,7 +232,7 @@ def build_spec(op, axes, options, execution) -> Spec:
         raise InvalidOptionError(
             f"inplace must be False for a {s.fft_type} transform (in-place is C2C only), got True")
     s.out_dtype = result_dtype(op.dtype, s.fft_type)
-    if s.out_dtype == "complex32" and op.package in ("numpy", "cupy"):
+    if s.out_dtype == "complex32" and not adapter(op.package).has_complex32:
         raise OperandTypeError(  # a TypeError, as nvmath-python raises
             f"operand dtype must not be float16 for a {op.package} R2C transform ({op.package} "
             "has no complex32 for the result), got 'float16'; use a torch tensor or float32")
