@@ -189,6 +189,7 @@ def fake_cupy(monkeypatch):
         def __init__(self, shape, dtype, device):
             self.shape, self.dtype = shape, np.dtype(dtype)
             self.device = SimpleNamespace(id=device)
+            self.data = SimpleNamespace(ptr=0)
             self.__cuda_array_interface__ = {"shape": shape, "typestr": self.dtype.str,
                                              "data": (0, False), "version": 3}
 

@@ -24,6 +24,7 @@ __all__ = ["CupyAdapter", "CUPY"]
 class CupyAdapter(NamespaceArrayOps, Adapter):
     name = "cupy"
     device_memory = True
+    block_ops = True
     owns_stream = True
     #: dtypes CuPy arrays hold (others come back as DeviceArray)
     DTYPES = frozenset(NUMPY_NATIVE) - {"bool"}
@@ -36,6 +37,9 @@ class CupyAdapter(NamespaceArrayOps, Adapter):
     def xp(self):
         """The cupy module (for :class:`NamespaceArrayOps`)."""
         return sys.modules["cupy"]
+
+    def memory_of(self, x) -> str:
+        return "cuda"
 
     def wrap(self, x, name: str) -> Operand:
         return new_operand(x, "cupy", x.data.ptr, x.shape,

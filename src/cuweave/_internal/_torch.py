@@ -29,6 +29,9 @@ __all__ = ["TorchAdapter", "TORCH"]
 class TorchAdapter(Adapter):
     name = "torch"
     owns_stream = True
+    block_ops = True
+    #: torch tensors live in host or device memory (NumPy's are host, CuPy's device arrays)
+    device_memory = None
     #: device type of the tensors results are made on (the CPU-only fakes set ``"cpu"``)
     device_type = "cuda"
 
@@ -152,7 +155,16 @@ class TorchAdapter(Adapter):
         return obj.permute(axes)
 
     def from_numpy(self, arr):
-        return self._torch().from_numpy(arr)
+        try:
+            return self._torch().from_numpy(arr)
+        except ValueError:  # negative strides, which torch does not take: a dense copy
+            return self._torch().from_numpy(np.ascontiguousarray(arr))
+
+    def memory_of(self, x) -> str:
+        return "cpu" if x.device.type == "cpu" else "cuda"
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x.numpy()
 
     # torch's ExternalStream(0) is a stream of its own, not the null stream (H200 2026-12-01:
     # a copy queued there raced the library call on stream 0): every op below runs through
@@ -191,7 +203,8 @@ class TorchAdapter(Adapter):
         if not isinstance(dtype, torch.dtype):
             dtype = self._dtype(np.dtype(dtype).name)
         new = torch.zeros if zeros else torch.empty
-        kw = {"dtype": dtype, "device": torch.device(self.device_type, device_id)}
+        where = "cpu" if device_id is None else torch.device(self.device_type, device_id)
+        kw = {"dtype": dtype, "device": where}
         if order != "F":
             return new(shape, **kw)
         t = new(shape[::-1], **kw)

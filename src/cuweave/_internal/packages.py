@@ -85,6 +85,9 @@ class Adapter:
     writable = True
     #: whether the package's arrays can hold complex32 (half-precision complex) results
     has_complex32 = True
+    #: whether the adapter has the block operations of cuweave.distributed's data planes
+    #: (``new_array``, ``block_index``, ``take``, ``region``, ``put``: NumPy, CuPy, torch)
+    block_ops = False
     #: whether the adapter has the array operations of the NumPy-style FFT layer
     #: (:class:`NamespaceArrayOps`' methods: NumPy, CuPy, torch)
     array_ops = False
@@ -119,6 +122,15 @@ class Adapter:
     def host_array(self, op: Operand) -> np.ndarray:
         """Zero-copy NumPy view of the host operand ``op`` (bfloat16/fp8 stored raw)."""
         return op.memory_view()
+
+    def memory_of(self, x) -> str | None:
+        """``'cpu'`` or ``'cuda'``: where the array ``x`` lives (``None``: not an array this
+        adapter knows)."""
+        return "cuda" if hasattr(x, "__cuda_array_interface__") else None
+
+    def to_numpy(self, x) -> np.ndarray:
+        """The host array ``x`` as a NumPy array sharing its memory."""
+        return np.asarray(x)
 
     def probe(self, x):
         """``(metadata, pointer)`` of a device array read without wrapping it (a cache key
@@ -309,6 +321,40 @@ class NamespaceArrayOps:
 class NumpyAdapter(NamespaceArrayOps, Adapter):
     name = "numpy"
     xp = np
+    block_ops = True
+
+    def memory_of(self, x) -> str:
+        return "cpu"
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x
+
+    # ---- blocks (cuweave.distributed's host plane; the GPU adapters have the same) ---------
+    @staticmethod
+    def device_of(like):
+        return None
+
+    @staticmethod
+    def block_index(idx, like):
+        if _all_slices(idx):
+            return tuple(idx)
+        return np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
+
+    @staticmethod
+    def new_array(shape, dtype, device_id, *, order="C", zeros=False):
+        return (np.zeros if zeros else np.empty)(shape, dtype, order=order)
+
+    @staticmethod
+    def take(x, idx):
+        return np.ascontiguousarray(x[idx])
+
+    @staticmethod
+    def region(out, idx):
+        return out[idx] if _all_slices(idx) else None
+
+    @staticmethod
+    def put(out, idx, block) -> None:
+        out[idx] = block
 
     def wrap(self, x, name: str) -> Operand:
         if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
@@ -335,6 +381,14 @@ def adapter(package: str | None) -> Adapter:
     return ADAPTERS.get(package, GENERIC)
 
 
+def package_adapter(package) -> Adapter | None:
+    """The adapter of the array package ``package`` (its module, or its name) when it has the
+    block operations (NumPy, CuPy, torch), else ``None``. Imports nothing."""
+    name = getattr(package, "__name__", package)
+    ad = ADAPTERS.get(name) if isinstance(name, str) else None
+    return ad if ad is not None and ad.block_ops else None
+
+
 def adapter_of(x) -> Adapter:
     """The adapter that wraps ``x`` (by ``type(x).__module__``; never imports a package)."""
     cls = type(x)
@@ -343,10 +397,10 @@ def adapter_of(x) -> Adapter:
     mod = cls.__module__
     if (mod == "torch" or mod.startswith("torch.")) and hasattr(x, "data_ptr"):
         return _torch.TORCH
-    if isinstance(x, np.ndarray):
-        return NUMPY
     if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
         return _cupy.CUPY
+    if isinstance(x, np.ndarray):
+        return NUMPY
     return BY_MODULE.get(mod.split(".", 1)[0], GENERIC)
 
 

@@ -10,8 +10,8 @@ distributed matmul needs (``ops_for`` gives the block operations, ``scope`` the 
 
 Every data movement is an :class:`ExchangePlan`: which global indices this process sends to and
 receives from every other, computed once from two layouts. Executing it is parametrized by the
-block operations (:class:`NumpyOps` here; on GPU operands their package's adapter, torch's or
-CuPy's) and by the transport (:func:`mpi_alltoallv` here; NCCL in ``_gpu``): one planner, two
+block operations (the package adapters': NumPy's here; on GPU operands torch's or CuPy's)
+and by the transport (:func:`mpi_alltoallv` here; NCCL in ``_gpu``): one planner, two
 transports.
 """
 
@@ -19,31 +19,28 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._internal.errors import InvalidOperandError
+from .._internal.packages import NUMPY, adapter, adapter_of
 
 if TYPE_CHECKING:
     from ._distributions import Layout
 
-__all__ = ["memory_space", "backend_for", "HostBackend", "ExchangePlan", "NumpyOps",
-           "mpi_alltoallv"]
+__all__ = ["memory_space", "backend_for", "HostBackend", "ExchangePlan", "mpi_alltoallv"]
 
 
 def memory_space(x) -> str:
-    """``'cpu'`` or ``'cuda'`` for a supported array; raises for anything else."""
-    if isinstance(x, np.ndarray):
-        return "cpu"
-    module = type(x).__module__.split(".")[0]
-    if module == "torch" and "torch" in sys.modules:
-        return "cpu" if x.device.type == "cpu" else "cuda"
-    if module == "cupy" or hasattr(x, "__cuda_array_interface__"):
-        return "cuda"
-    raise InvalidOperandError(
-        f"operand must be a NumPy array, a torch tensor or a CuPy array, got {type(x).__name__}")
+    """``'cpu'`` or ``'cuda'`` for a supported array (its package adapter says); raises for
+    anything else."""
+    space = adapter_of(x).memory_of(x)
+    if space is None:
+        raise InvalidOperandError(
+            "operand must be a NumPy array, a torch tensor or a CuPy array, got "
+            f"{type(x).__name__}")
+    return space
 
 
 def backend_for(operands, what: str):
@@ -71,45 +68,6 @@ def _axis_index(pos: np.ndarray):
 def axis_indices(positions) -> list:
     """Per axis: a ``slice`` for a contiguous run of positions, else the int64 position array."""
     return [_axis_index(np.asarray(p, dtype=np.int64)) for p in positions]
-
-
-class NumpyOps:
-    """The block operations :meth:`ExchangePlan.execute` needs, on NumPy arrays.
-
-    The same interface as the GPU packages' adapters (``cuweave._internal.packages``): an
-    index (from :meth:`block_index`) is what the package indexes a block with; ``take`` returns
-    a C-contiguous block, ``region`` a writable view of a block or ``None`` (then the plan
-    receives into a fresh block and ``put``s it), ``put`` writes a block.
-    """
-
-    name = "numpy"
-
-    @staticmethod
-    def device_of(like):
-        return None
-
-    @staticmethod
-    def block_index(idx, like):
-        if _all_slices(idx):
-            return tuple(idx)
-        return np.ix_(*[np.arange(i.start, i.stop) if isinstance(i, slice) else i for i in idx])
-
-    @staticmethod
-    def new_block(like, shape, dtype=None, *, order="C", zeros=False):
-        return (np.zeros if zeros else np.empty)(
-            shape, like.dtype if dtype is None else dtype, order=order)
-
-    @staticmethod
-    def take(x, idx):
-        return np.ascontiguousarray(x[idx])
-
-    @staticmethod
-    def region(out, idx):
-        return out[idx] if _all_slices(idx) else None
-
-    @staticmethod
-    def put(out, idx, block) -> None:
-        out[idx] = block
 
 
 def _all_slices(idx) -> bool:
@@ -188,10 +146,10 @@ class ExchangePlan:
                       for p in (s, r)) for s, r in zip(self.sends, self.recvs)]
         return idx
 
-    def execute(self, group, local, ops=NumpyOps, transport=mpi_alltoallv):
+    def execute(self, group, local, ops=NUMPY, transport=mpi_alltoallv):
         """This process's destination block from its source block ``local`` (collective).
 
-        ``ops`` supplies the block operations (:class:`NumpyOps`, or the GPU package's adapter:
+        ``ops`` supplies the block operations (a package adapter: NumPy's, or the GPU package's:
         allocation, packing, unpacking) and
         ``transport(group, sends, recvs)`` moves the packed blocks; it is called on every
         process when there is more than one, even with nothing to move.
@@ -237,11 +195,10 @@ class HostBackend:
 
     @staticmethod
     def unwrap(x, name: str = "operand"):
-        """``(numpy_array, package)``."""
-        if isinstance(x, np.ndarray):
-            return x, "numpy"
+        """``(numpy_array, package)``: the host array as NumPy's, by its package adapter."""
+        ad = adapter_of(x)
         try:
-            return x.numpy(), "torch"
+            return ad.to_numpy(x), ad.name
         except TypeError:  # e.g. bfloat16, which NumPy has no dtype for
             raise InvalidOperandError(
                 f"{name} must have a dtype NumPy holds (host operands), got {x.dtype}") from None
@@ -253,16 +210,12 @@ class HostBackend:
 
     @staticmethod
     def wrap(array: np.ndarray, package: str):
-        if package == "torch":
-            import torch
-
-            return torch.from_numpy(np.ascontiguousarray(array) if not (
-                array.flags.c_contiguous or array.flags.f_contiguous) else array)
-        return array
+        """``array`` as a host array of ``package`` (sharing its memory)."""
+        return adapter(package).from_numpy(array)
 
     @staticmethod
     def ops_for(x):
-        return NumpyOps
+        return NUMPY
 
     @staticmethod
     def scope(x):
@@ -270,7 +223,7 @@ class HostBackend:
 
     @staticmethod
     def exchange(group, plan: ExchangePlan, local: np.ndarray) -> np.ndarray:
-        return plan.execute(group, local, NumpyOps, mpi_alltoallv)
+        return plan.execute(group, local, NUMPY, mpi_alltoallv)
 
     @staticmethod
     def allreduce_sum(group, x: np.ndarray) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from .._bindings import nccl
 from .._internal.errors import CudaUnavailableError, InvalidOperandError, InvalidOptionError
 from .._internal.logging import get_logger
-from .._internal.packages import adapter
+from .._internal.packages import adapter, adapter_of
 from ._backend import ExchangePlan
 from ._errors import UnsupportedMemorySpaceError
 from ._runtime import DistributedContext, agree, require_context
@@ -41,10 +41,11 @@ _lock = threading.Lock()
 
 
 def package_of(x) -> str:
-    """``'torch'`` or ``'cupy'`` for a GPU array those packages own; raises for any other."""
-    module = type(x).__module__.split(".")[0]
-    if module in ("torch", "cupy") and module in sys.modules:
-        return module
+    """The package of a GPU array whose adapter has the block operations (torch's or CuPy's);
+    raises for any other."""
+    ad = adapter_of(x)
+    if ad.block_ops:
+        return ad.name
     raise UnsupportedMemorySpaceError(
         f"GPU operands must be CuPy arrays or CUDA torch tensors in cuweave.distributed, got "
         f"{type(x).__module__}.{type(x).__name__} (wrap it with cupy.asarray or "

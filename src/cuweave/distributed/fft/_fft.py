@@ -23,6 +23,7 @@ import numpy as np
 
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
+from ..._internal.packages import package_adapter
 from ...fft import FFTDirection  # one enum for both (cuFFT's values)
 from .._backend import ExchangePlan
 from .._distributions import Box, Distribution, Layout, Slab
@@ -431,7 +432,8 @@ def allocate_operand(shape, package, *, input_dtype=None, distribution, memory_s
     if fft_type is not None and str(fft_type).upper() not in ("C2C", "C2R", "R2C"):
         raise InvalidOptionError(f"fft_type must be 'C2C', 'C2R' or 'R2C', got {fft_type!r}")
     if memory_space is None:
-        memory_space = "cpu" if getattr(package, "__name__", "") in ("numpy", "torch") else "cuda"
+        ad = package_adapter(package)  # CuPy arrays live on the device, the others on the host
+        memory_space = "cuda" if ad is not None and ad.device_memory else "cpu"
     if not math.prod(shape) >= 0:
         raise InvalidOperandError(f"shape must be non-negative, got {shape!r}")
     return allocate_symmetric_memory(shape, package, dtype=dtype, memory_space=memory_space)
