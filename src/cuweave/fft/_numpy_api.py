@@ -305,7 +305,7 @@ def _engine(step, x, axes, last_n, norm, execution):
     """One cuweave function-form call over at most three axes; a layout cuFFT cannot express
     is transformed as a dense copy with ``axes`` moved last (as CuPy does)."""
     axes = tuple(axes)
-    key = (type(x), tuple(x.shape), _strides(x), axes)
+    key = (type(x).__module__, tuple(x.shape), _strides(x), axes)
     if key not in _MOVED:
         try:
             return _call(step, x, axes, last_n, norm, execution)
