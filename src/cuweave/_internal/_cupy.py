@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .arrays import Operand, bytes_to_elems, dtype_name, new_operand
-from .dtypes import NUMPY_NATIVE, numpy_dtype
-from .memory import MemoryPointer
-from .packages import (
-    ADAPTERS,
+from .adapters import (
     Adapter,
     NamespaceArrayOps,
     _all_slices,
@@ -16,6 +12,10 @@ from .packages import (
     _slices_then_full,
     inverse_perm,
 )
+from .arrays import Operand, bytes_to_elems, dtype_name, new_operand
+from .dtypes import NUMPY_NATIVE, numpy_dtype
+from .memory import MemoryPointer
+from .registry import ADAPTERS
 from .streams import Stream
 
 __all__ = ["CupyAdapter", "CUPY"]

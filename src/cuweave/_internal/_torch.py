@@ -7,12 +7,7 @@ import sys
 
 import numpy as np
 
-from .arrays import Operand, c_strides
-from .dtypes import numpy_dtype
-from .errors import InvalidOperandError
-from .memory import MemoryPointer
-from .packages import (
-    ADAPTERS,
+from .adapters import (
     Adapter,
     _all_slices,
     _perm_strides,
@@ -20,6 +15,11 @@ from .packages import (
     _slices_then_full,
     inverse_perm,
 )
+from .arrays import Operand, c_strides
+from .dtypes import numpy_dtype
+from .errors import InvalidOperandError
+from .memory import MemoryPointer
+from .registry import ADAPTERS
 from .streams import Stream
 from .wrapping import probe_torch, wrap_torch
 

@@ -12,6 +12,8 @@ import numpy as np
 from . import dlpack as _dl
 from .dtypes import ITEMSIZE, canonical_name, numpy_dtype
 from .errors import InvalidOperandError
+from .memory import allocate
+from .registry import adapter
 
 __all__ = ["ALIGNMENT", "alignment", "Operand", "check_same_place", "DeviceArray", "c_strides",
            "new_operand", "bytes_to_elems", "dtype_name", "numpy_pointer"]
@@ -97,8 +99,6 @@ class Operand:
             raise InvalidOperandError(f"host_array needs a host operand, got one on {self.device}")
         if isinstance(self.obj, np.ndarray):
             return self.obj
-        from .packages import adapter
-
         return adapter(self.package).host_array(self)
 
     def memory_view(self) -> np.ndarray:
@@ -210,8 +210,6 @@ class DeviceArray:
 
     def __init__(self, shape, dtype: str, *, device_id: int = 0, strides=None, stream: int = 0,
                  allocator=None, memory=None):
-        from .packages import allocate
-
         self.shape = tuple(int(s) for s in shape)
         self.dtype = canonical_name(dtype)
         self.device_id = device_id
