@@ -248,8 +248,6 @@ def _start_nccl(ctx: DistributedContext) -> None:
         _log.info("backends name 'nccl' but not every process has a GPU: NCCL starts at the "
                   "first exchange between GPU operands")
         return
-    from ._gpu import communicator
-
     try:
         communicator(ctx)
     except BaseException:
@@ -310,3 +308,43 @@ def agree(group: ProcessGroup, fn, *args):
                 error = CollectiveError(text, rank, getattr(cls, "__name__", str(cls)))
             raise error
     return [value for value, _ in gathered]
+
+
+_nccl_lock = threading.Lock()
+
+
+def communicator(ctx: DistributedContext):
+    """This process's NCCL communicator, made at the first call (collective)."""
+    from .._bindings import nccl
+
+    comm = ctx._gpu.get("nccl")
+    if comm is not None:
+        return comm
+    with _nccl_lock:
+        comm = ctx._gpu.get("nccl")
+        if comm is not None:
+            return comm
+        group = ctx.process_group
+        if ctx.device_id is None:  # unreachable through the operations (unwrap checks it)
+            raise InvalidOptionError("device_id must be an int to use NCCL, got None")
+
+        def load_and_id():
+            nccl.get_version()  # loads NCCL (or raises LibraryNotFoundError) on every process
+            return nccl.get_unique_id() if group.rank == 0 else None
+
+        uid = agree(group, load_and_id)[0]
+        from .._internal import cuda
+
+        before = cuda.current_device()
+        cuda.set_device(ctx.device_id)
+        try:
+            ptr = nccl.comm_init_rank(group.nranks, uid, group.rank)
+        finally:
+            if before is not None and before != ctx.device_id:
+                cuda.set_device(before)
+        comm = nccl.Communicator(ptr, group.rank, group.nranks, ctx.device_id)
+        ctx._gpu["nccl"] = comm
+        _log.info("NCCL %d communicator of %d processes on device %d (NCCL %s from %s)",
+                  group.rank, group.nranks, ctx.device_id, nccl.get_version(),
+                  nccl.library_path())
+        return comm

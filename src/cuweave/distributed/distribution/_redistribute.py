@@ -8,8 +8,8 @@ from typing import Literal
 
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
-from .._backend import ExchangePlan
 from .._distributions import Box
+from .._exchange import ExchangePlan
 from .._runtime import agree, require_context
 from .._spec import (
     check_same,

@@ -25,8 +25,8 @@ from ..._internal.errors import InvalidOperandError, InvalidOptionError, Invalid
 from ..._internal.logging import get_logger
 from ..._internal.packages import package_adapter
 from ...fft import FFTDirection  # one enum for both (cuFFT's values)
-from .._backend import ExchangePlan
 from .._distributions import Box, Distribution, Layout, Slab
+from .._exchange import ExchangePlan
 from .._runtime import agree, require_context
 from .._spec import (
     check_same,

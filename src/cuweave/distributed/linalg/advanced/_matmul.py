@@ -31,8 +31,8 @@ from ....linalg.advanced._epilogs import (
     validate_epilog_inputs,
 )
 from ....linalg.advanced._layout import aux_frames
-from ..._backend import ExchangePlan
 from ..._distributions import Layout
+from ..._exchange import ExchangePlan
 from ..._runtime import agree, require_context
 from ..._spec import (
     check_same,
