@@ -108,7 +108,7 @@ class ProcessGrid:
         return self._process_array
 
     def coordinates(self, rank: int) -> tuple[int, ...]:
-        """The grid position of ``rank`` (EXT)."""
+        """The grid position of ``rank`` (a cuweave extension)."""
         if self._process_array is not None:
             return tuple(int(i) for i in np.argwhere(self._process_array == rank)[0])
         order = "F" if self._layout == ProcessGrid.Layout.COL_MAJOR else "C"
@@ -151,8 +151,9 @@ class Distribution:
         return tuple(len(ix) for ix in self._index_sets(int(rank), nranks, gshape))
 
     def global_indices(self, rank: int, global_shape) -> tuple[np.ndarray, ...]:
-        """EXT: the global indices, per axis, of the elements process ``rank`` holds, in local
-        order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's block).
+        """A cuweave extension: the global indices, per axis, of the elements process ``rank``
+        holds, in local order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's
+        block).
 
         Examples
         --------
@@ -313,7 +314,7 @@ class Box(Distribution):
 
     @classmethod
     def coerce(cls, value, name: str) -> Box:
-        """``value`` (a Box or a ``(lower, upper)`` pair) as a Box (EXT)."""
+        """``value`` (a Box or a ``(lower, upper)`` pair) as a Box (a cuweave extension)."""
         if isinstance(value, Box):
             return value
         if isinstance(value, Sequence) and len(value) == 2:
@@ -469,8 +470,9 @@ class BlockCyclic(Distribution):
 class BlockNonCyclic(BlockCyclic):
     """Block distribution without cycles: one block per process along each dimension.
 
-    The block size along ``d`` is ``ceil(n_d / process_grid.shape[d])`` (EXT: nvmath-python
-    requires ``n_d`` to divide evenly; here the last processes may hold less, or nothing).
+    The block size along ``d`` is ``ceil(n_d / process_grid.shape[d])`` (a cuweave extension:
+    nvmath-python requires ``n_d`` to divide evenly; here the last processes may hold less, or
+    nothing).
     """
 
     def __init__(self, process_grid: ProcessGrid, *, first_process=None):
@@ -486,7 +488,7 @@ class BlockNonCyclic(BlockCyclic):
 
 
 class Layout:
-    """Global index sets of every process for one global shape (internal, EXT)."""
+    """Global index sets of every process for one global shape (internal, a cuweave extension)."""
 
     def __init__(self, global_shape: tuple[int, ...], sets: list[tuple[np.ndarray, ...]]):
         self.global_shape = tuple(global_shape)

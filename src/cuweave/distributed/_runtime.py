@@ -38,8 +38,8 @@ class ProcessGroup:
     """The processes taking part in distributed operations (nvmath-python's ``ProcessGroup``).
 
     Subclasses provide ``rank``, ``nranks`` and the collectives cuweave uses:
-    ``allgather_object``, ``broadcast_object``, ``alltoallv_bytes`` and (EXT, for the bias
-    gradients of the distributed matmul on host operands) ``allreduce_sum``.
+    ``allgather_object``, ``broadcast_object``, ``alltoallv_bytes`` and (a cuweave extension, for
+    the bias gradients of the distributed matmul on host operands) ``allreduce_sum``.
     """
 
     rank: int
@@ -112,7 +112,7 @@ class DistributedContext:
     Attributes
     ----------
     device_id : int or None
-        The CUDA device of this process; ``None`` on a CPU-only rank (EXT).
+        The CUDA device of this process; ``None`` on a CPU-only rank (a cuweave extension).
     process_group : ProcessGroup
         The participating processes.
     communicator : mpi4py.MPI.Comm
@@ -184,8 +184,8 @@ def initialize(device_id, communicator=None, backends=None) -> None:
     ----------
     device_id : int or None
         The CUDA device of this process (one process per GPU, as NCCL requires); GPU operands
-        must live there. EXT: ``None`` declares a CPU-only rank (host operands only). Without
-        ``backends=['nccl']`` no CUDA call is made until a GPU operand is used.
+        must live there. A cuweave extension: ``None`` declares a CPU-only rank (host operands
+        only). Without ``backends=['nccl']`` no CUDA call is made until a GPU operand is used.
     communicator : mpi4py.MPI.Comm or ProcessGroup, optional
         The participating processes (default ``MPI.COMM_WORLD``).
     backends : sequence of {'nvshmem', 'nccl'}, optional

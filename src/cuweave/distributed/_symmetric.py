@@ -41,7 +41,8 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
     make_symmetric, skip_symmetric_check : bool
         Accepted for compatibility (no symmetric heap is involved).
     memory_space : {'cpu', 'cuda'}, optional
-        EXT: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'`` otherwise).
+        A cuweave extension: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'``
+        otherwise).
 
     Examples
     --------

@@ -107,9 +107,9 @@ class DeviceCallable:
     data : int or None
         Device pointer handed to the callback as ``user_info`` (``None``: null).
     symbol : str or None
-        EXT: the callback's symbol in the LTO-IR, passed to ``cufftXtSetJITCallback``;
-        ``None`` (recommended) lets cuFFT look up its default C++-mangled name
-        (``cufftJITCallbackStoreComplex`` etc.), which :func:`compile_prolog` and
+        A cuweave extension: the callback's symbol in the LTO-IR, passed to
+        ``cufftXtSetJITCallback``; ``None`` (recommended) lets cuFFT look up its default C++-mangled
+        name (``cufftJITCallbackStoreComplex`` etc.), which :func:`compile_prolog` and
         :func:`compile_epilog` produce.
     """
 

@@ -99,8 +99,8 @@ class FFT(StatefulObject):
     operand : array
         NumPy/CuPy array or torch tensor (or another DLPack / CUDA array interface producer).
     axes : int or sequence of int, optional
-        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved. EXT: a
-        single int means one axis (``axes=1`` is ``axes=(1,)``).
+        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved. A cuweave
+        extension: a single int means one axis (``axes=1`` is ``axes=(1,)``).
     options : FFTOptions or dict, optional
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         Default: where the operand lives; a dict without ``'name'`` (``{"num_threads": 2}``)
@@ -287,9 +287,9 @@ class FFT(StatefulObject):
     def plan(self, *, prolog=None, epilog=None, stream=None, direction=None, norm=None):
         """Plan the transform.
 
-        ``direction`` is the direction the callbacks and ``norm`` (EXT, NumPy's meaning,
-        fused into the transform) are planned for; ``execute`` may use the other direction of a
-        C2C plan only when the scaling is the same.
+        ``direction`` is the direction the callbacks and ``norm`` (a cuweave extension, NumPy's
+        meaning, fused into the transform) are planned for; ``execute`` may use the other direction
+        of a C2C plan only when the scaling is the same.
         """
         self._require_valid("plan")
         spec = self._spec
@@ -533,10 +533,10 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     ----------
     operand : array
     axes : int or sequence of int, optional
-        At most 3 transformed axes (default: all); the others are batched. EXT: an int is one
-        axis.
+        At most 3 transformed axes (default: all); the others are batched. A cuweave extension: an
+        int is one axis.
     direction : FFTDirection or str, optional
-        EXT-compatible with nvmath-python: ``'inverse'`` makes this :func:`ifft`.
+        Compatible with nvmath-python: ``'inverse'`` makes this :func:`ifft`.
     options, execution, prolog, epilog
         See :class:`FFT` and :meth:`FFT.plan`.
     stream : optional
@@ -544,7 +544,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
         default stream for host, DLPack and CUDA-array-interface operands). Validated but
         unused with CPU execution.
     norm : {None, 'backward', 'ortho', 'forward'}
-        EXT: NumPy's normalization, fused into the transform. ``None`` never scales.
+        A cuweave extension: NumPy's normalization, fused into the transform. ``None`` never scales.
 
     Returns
     -------
@@ -561,7 +561,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     >>> y = F.fft(x.astype(np.complex64), axes=[1])
     >>> np.round(np.abs(y[0]), 4).tolist()
     [0.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    >>> z = F.ifft(y, axes=[1], norm="backward")        # EXT: NumPy's normalization, fused
+    >>> z = F.ifft(y, axes=[1], norm="backward")  # norm (a cuweave extension): NumPy's, fused
     >>> bool(np.allclose(z, x, atol=1e-6))
     True
     """

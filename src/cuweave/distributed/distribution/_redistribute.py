@@ -116,7 +116,7 @@ class Redistribute:
 
     @property
     def result_shape(self) -> tuple[int, ...]:
-        """The local shape of the result on this process (EXT)."""
+        """The local shape of the result on this process (a cuweave extension)."""
         return self._dst.local_shape(self._group.rank)
 
     def _check_live(self):

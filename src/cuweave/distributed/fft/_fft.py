@@ -1,7 +1,8 @@
 """Distributed FFTs (nvmath-python's ``nvmath.distributed.fft``) over slab and box distributions.
 
-A d-D transform (d = 2 or 3; EXT: d = 1) is done as two local multi-axis transforms and
-all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp also uses):
+A d-D transform (d = 2 or 3; as a cuweave extension, d = 1) is done as two local multi-axis
+transforms and all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp
+also uses):
 
 - route A (C2C, R2C): to ``Slab.X`` → transform axes 1..d-1 (R2C: the last axis halves) →
   ``Slab.Y`` → transform axis 0 → output distribution;
@@ -9,8 +10,9 @@ all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp 
   ``Slab.X`` → transform axes 1..d-1 (C2R: the last axis grows) → output distribution.
 
 Exchanges between equal layouts are skipped, so ``Slab.X`` in and ``Slab.Y`` out
-(``redistribute=False``) costs one exchange, as on cuFFTMp. 1-D transforms (EXT) are gathered
-on process 0, transformed there and scattered back. The inverse is unnormalized (as cuFFT).
+(``redistribute=False``) costs one exchange, as on cuFFTMp. 1-D transforms (a cuweave
+extension) are gathered on process 0, transformed there and scattered back. The inverse is
+unnormalized (as cuFFT).
 """
 
 from __future__ import annotations
@@ -254,7 +256,7 @@ class FFT:
 
     @property
     def result_shape(self) -> tuple[int, ...]:
-        """This process's local result shape (EXT)."""
+        """This process's local result shape (a cuweave extension)."""
         return self._dst.local_shape(self._group.rank)
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Epilog inputs/outputs of one planned matmul, in the lt frame, and host staging helpers."""
+"""Epilog inputs/outputs of one planned matmul, in cuBLASLt's frame, and host staging helpers."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are s
 
 
 def lt_epilog(spec, swap: bool):
-    """The epilog spec in the lt frame (BGRADA and BGRADB trade places when swapped)."""
+    """The epilog spec in cuBLASLt's frame (BGRADA and BGRADB trade places when swapped)."""
     return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec
 
 
@@ -143,7 +143,7 @@ def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) 
 
 
 class EpilogBinding:
-    """The epilog of one plan in the lt frame: what its inputs must look like (their
+    """The epilog of one plan in cuBLASLt's frame: what its inputs must look like (their
     signatures), the layouts of its outputs and the descriptor attributes fixed at plan time.
 
     It holds no array: the inputs of each execution travel in its :class:`~._plan.Call`.
@@ -184,7 +184,7 @@ class EpilogBinding:
                 self.static.append((_A.BIAS_BATCH_STRIDE, self.bias_bstride))
         aux_kw = {"ab_dtype": types["a"], "c_dtype": types["c"]}
         aux_type = prefs.epilog.aux_type if prefs is not None else None
-        self.outputs = []  # (user name, lt name, shape, strides, dtype)
+        self.outputs = []  # (user name, cuBLASLt name, shape, strides, dtype)
         for name in self.lt.outputs:
             shape, strides, dtype = aux_layout(name, p.m, p.n, p.batch_shape, d_dtype, **aux_kw)
             if aux_type is not None and AUX_FORMATS.get(name) and AUX_FORMATS[name].typed:

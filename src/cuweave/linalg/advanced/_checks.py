@@ -99,7 +99,7 @@ def _scalar(value, default, name):
 
 
 def lt_layout_ok(lt_spec, p) -> bool:
-    """Whether the problem ``p`` meets the lt-frame epilog's operand-layout restriction."""
+    """Whether the problem ``p`` meets the cuBLASLt-frame epilog's operand-layout restriction."""
     req = lt_spec.layout_requirement
     if req is None:
         return True
@@ -111,7 +111,7 @@ def lt_layout_ok(lt_spec, p) -> bool:
 
 def _check_lt_layout(lt_spec, user_spec, p) -> None:
     """The epilog's operand-layout restriction (``EpilogSpec.layout_requirement``): checked on
-    the lt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
+    the cuBLASLt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
     swapped)."""
     if lt_layout_ok(lt_spec, p):
         return

@@ -47,10 +47,10 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     epilog_inputs : dict, optional
         ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
         A bias is added to every column as nvmath's: ``(M,)`` or ``(M, 1)`` (batched:
-        ``(*batch, M, 1)``). EXT: ``(1, N)`` adds it to every row (torch ``Linear``'s
-        convention); a 1-D bias of length ``N != M`` also does, but when ``M == N`` a 1-D bias
-        always means ``(M,)``: pass ``(1, N)`` (``bias[None, :]``) for the row form.
-        The aux inputs of backward epilogs are the arrays the forward pass returned.
+        ``(*batch, M, 1)``). A cuweave extension: ``(1, N)`` adds it to every row (torch
+        ``Linear``'s convention); a 1-D bias of length ``N != M`` also does, but when ``M == N`` a
+        1-D bias always means ``(M,)``: pass ``(1, N)`` (``bias[None, :]``) for the row form. The
+        aux inputs of backward epilogs are the arrays the forward pass returned.
     preferences : MatmulPlanPreferences or dict, optional
     algorithm : Algorithm, optional
         Use this algorithm (from :meth:`Matmul.plan`) instead of the heuristics.

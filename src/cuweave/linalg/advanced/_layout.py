@@ -1,4 +1,4 @@
-"""Shape and stride analysis of a matmul: canonicalization into cuBLASLt's frame ("lt frame").
+"""Shape and stride analysis of a matmul: canonicalization into cuBLASLt's frame.
 
 cuBLASLt is always driven with column-major layouts: every operand is described by a
 column-major *storage* matrix ``S`` (``rows × cols``, leading dimension ``ld``) and an operation
@@ -39,7 +39,7 @@ class LtOperand:
 
 @dataclass(frozen=True)
 class Problem:
-    """A matmul canonicalized into the lt frame (see the module docstring).
+    """A matmul canonicalized into cuBLASLt's frame (see the module docstring).
 
     ``user_*`` fields describe the user's (promoted, 2-D-or-more) view; ``squeeze`` lists the
     result axes removed at the end (1-D operands). ``result_perm`` orders the result's axes
@@ -130,7 +130,7 @@ def _storages(rows, cols, sr, sc):
 
 def lt_operand(rows, cols, sr, sc, *, transposed: bool, conj: bool, bstride: int,
                name: str, prefer_op: Operation | None = None) -> LtOperand:
-    """Describe the user matrix ``X`` (``rows × cols``, strides ``sr, sc``) as an lt operand
+    """Describe the user matrix ``X`` (``rows × cols``, strides ``sr, sc``) as a cuBLASLt operand
     whose logical value is ``X^T`` if ``transposed`` else ``X`` (conjugated if ``conj``)."""
     cands = []
     for is_col, ld in _storages(rows, cols, sr, sc):
@@ -160,10 +160,11 @@ def lt_operand(rows, cols, sr, sc, *, transposed: bool, conj: bool, bstride: int
 
 
 def bias_axis(shape, m: int, n: int, batch_shape) -> str:
-    """``"m"`` (added to every column, nvmath's convention) or ``"n"`` (EXT: to every row)."""
+    """``"m"`` (added to every column, nvmath's convention) or ``"n"`` (a cuweave extension:
+    added to every row)."""
     shape = tuple(shape)
-    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), EXT (N,)=({n},) or "
-                f"(1, N)=(1, {n})")
+    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), or (a cuweave extension) "
+                f"(N,)=({n},) or (1, N)=(1, {n})")
     if len(shape) == 1:
         if shape[0] == m:
             return "m"
@@ -286,7 +287,7 @@ def _matrix_orientation(rows, cols, sr, sc):
 def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=None,
             conj_a=False, conj_b=False, forced=None, inplace=False, fp8=False,
             bgrad=None) -> Problem:
-    """Canonicalize ``a @ b (+ c)`` into the lt frame.
+    """Canonicalize ``a @ b (+ c)`` into cuBLASLt's frame.
 
     ``forced`` maps reasons (e.g. ``"a bias along N"``) to a required ``swap``. ``inplace``
     writes into ``c``. ``fp8`` prefers the TN operand form cuBLASLt's fp8 kernels need;
@@ -386,8 +387,8 @@ def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
     return c_bcast, c_orient, c_bs
 
 
-#: the operation cuBLASLt needs of an lt operand for BGRADA / BGRADB, by (user epilog, swap):
-#: lt BGRADA needs lt A untransposed, lt BGRADB lt B transposed (the user's epilogs trade
+#: the operation cuBLASLt needs of its operands for BGRADA / BGRADB, by (user epilog, swap):
+#: its BGRADA needs its A untransposed, its BGRADB its B transposed (the user's epilogs trade
 #: places when swapped)
 _BGRAD_OPS = {("bgrada", False): ("a", Operation.N), ("bgradb", False): ("b", Operation.T),
               ("bgrada", True): ("b", Operation.T), ("bgradb", True): ("a", Operation.N)}
@@ -421,7 +422,7 @@ def _result_storage(M, N, sr, sc, swap, bstride):
 
 
 def host_view(arr: np.ndarray, lt: LtOperand, count: int) -> np.ndarray:
-    """NumPy view ``(count, *op_shape)`` of an lt operand stored in ``arr`` (no copy).
+    """NumPy view ``(count, *op_shape)`` of a cuBLASLt operand stored in ``arr`` (no copy).
 
     The view is the logical ``op(S)`` without conjugation (the caller passes ``conj``).
     """

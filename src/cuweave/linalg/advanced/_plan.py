@@ -217,7 +217,7 @@ class Plan:
             return plan(None)
 
     def _alignments(self, ops) -> dict:
-        """Pointer alignments (bytes, <= 256) the heuristics may assume, in the lt frame;
+        """Pointer alignments (bytes, <= 256) the heuristics may assume, in cuBLASLt's frame;
         records the user operands' in :attr:`alignments` (checked at each reset)."""
         if not self.spec.host:
             self.alignments = {k: ALIGNMENT[op.ptr & 255] for k, op in ops.items()}

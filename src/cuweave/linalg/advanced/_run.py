@@ -23,7 +23,7 @@ A step that does not apply costs one test of a constant: the common run (device 
 current stream, no aux outputs) is the raw ``cublasLtMatmul`` call plus the stream query, the
 result allocation and three pointer patches (four where C is not D). ``tune`` (autotuning)
 receives the bound pointers instead of the call. With CPU execution the run computes the same
-lt-frame problem in NumPy (:func:`~._cpu.execute_cpu`).
+cuBLASLt-frame problem in NumPy (:func:`~._cpu.execute_cpu`).
 
 :func:`_allocators` is the one place results and auxiliary outputs are made.
 """
@@ -194,7 +194,7 @@ def _allocators(plan):
     - ``new_result(call, stream, foreign) -> (result, device pointer)``: a device result
       (the package's array; ``c`` itself in place), or with host operands the host result (an
       Operand, pinned where the pool allows) and the device buffer the run writes;
-    - ``new_aux(stream, foreign) -> [(user name, lt name, attribute, result, device pointer,
+    - ``new_aux(stream, foreign) -> [(user name, cuBLASLt name, attribute, result, device pointer,
       frame to remember)]`` for the epilog's aux outputs (host operands: host Operands and
       device buffers to download);
     - ``new_amax(stream) -> (Operand, device pointer)`` for an fp8 amax;
@@ -377,7 +377,7 @@ def _amax_outputs(plan) -> tuple:
 
 # ---- the CPU -------------------------------------------------------------------------------------
 def _cpu_run(plan):
-    """The run of a plan with CPU execution: the lt-frame problem in NumPy."""
+    """The run of a plan with CPU execution: the cuBLASLt-frame problem in NumPy."""
     from ._cpu import execute_cpu
 
     spec, p, bind = plan.spec, plan.problem, plan.binding
@@ -459,7 +459,7 @@ def _batched_view(arr, count):
 
 
 def _cpu_dtypes(plan) -> dict:
-    """Storage dtypes of the CPU run's arrays in the lt frame: C's is the layout type
+    """Storage dtypes of the CPU run's arrays in cuBLASLt's frame: C's is the layout type
     (fp8 results: float16 by default), the bias's and aux's the bound/planned ones."""
     t, bind, swap = plan.spec.types, plan.binding, plan.problem.swap
     dtypes = {"a": t["b"] if swap else t["a"], "b": t["a"] if swap else t["b"],

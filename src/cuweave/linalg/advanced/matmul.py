@@ -55,7 +55,7 @@ class Matmul(StatefulObject):
         fp8 only.
     options : MatmulOptions or dict, optional
     execution : "cuda", "cpu", ExecutionCUDA, ExecutionCPU or dict, optional
-        EXT. Host operands default to CUDA when a GPU is usable, else the CPU.
+        A cuweave extension. Host operands default to CUDA when a GPU is usable, else the CPU.
     stream : stream-like, optional
 
     Examples
@@ -114,7 +114,7 @@ class Matmul(StatefulObject):
     # ---------------------------------------------------------------- properties
     @property
     def execution_space(self) -> str:
-        """``"cpu"`` or ``"cuda:<id>"`` (EXT)."""
+        """``"cpu"`` or ``"cuda:<id>"`` (a cuweave extension)."""
         return self._spec.execution_space
 
     @property
@@ -235,7 +235,8 @@ class Matmul(StatefulObject):
         self._require_valid("reset_operands")
         if check and self._call is not None and all(
                 x is None for x in (a, b, c, alpha, beta, scales, epilog_inputs, stream)):
-            raise InvalidOperandError(  # nvmath-python's rule (EXT: a stream alone counts)
+            # nvmath-python's rule (a cuweave extension: a stream alone counts)
+            raise InvalidOperandError(
                 "reset_operands() must be given at least one of a, b, c, alpha, beta, "
                 "quantization_scales, epilog_inputs or stream, got none")
         new = {name: wrap_operand(x, name) for name, x in (("a", a), ("b", b), ("c", c))
@@ -339,7 +340,7 @@ class Matmul(StatefulObject):
 
         ``epilog_inputs`` as for :func:`~cuweave.linalg.advanced.matmul`: a bias of ``(M,)``
         or ``(M, 1)`` is added to every column (nvmath's meaning, also when ``M == N``);
-        EXT: ``(1, N)`` adds a bias to every row (torch ``Linear``'s convention)."""
+        A cuweave extension: ``(1, N)`` adds a bias to every row (torch ``Linear``'s convention)."""
         self._require_valid("plan")
         call = self._call
         if call is None:
