@@ -331,7 +331,8 @@ class NumpyAdapter(NamespaceArrayOps, Adapter):
         out[idx] = block
 
     def wrap(self, x, name: str) -> Operand:
-        if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
+        # a masked array's mask would be silently ignored
+        if type(x) is not np.ndarray and isinstance(x, np.ma.MaskedArray):
             raise InvalidOperandError(f"{name} must not be a masked array (its mask cannot be "
                                       "honoured), got a numpy.ma.MaskedArray; pass x.filled()")
         return wrap_numpy(x, name)

@@ -53,7 +53,7 @@ from .errors import InvalidOperandError, InvalidOptionError
 from .memory import allocate  # noqa: F401 - served here too
 from .registry import ADAPTERS, BY_MODULE, adapter  # noqa: F401 - served here too
 from .streams import Stream
-from .wrapping import probe_torch, probe_torch_pair, wrap_numpy, wrap_torch
+from .wrapping import probe_torch, probe_torch_pair
 
 __all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "prober",
            "PROBERS", "pair_prober", "PAIR_PROBERS", "empty", "allocate", "resolve_stream",
@@ -92,8 +92,7 @@ def array_adapter(x):
 def wrap_operand(x, name: str = "operand") -> Operand:
     """Describe ``x`` as an :class:`Operand`; ``name`` is used in error messages.
 
-    NumPy arrays and torch tensors, the most frequent, go to their adapters' wrapping without
-    the lookup (this is on every call's path).
+    The array's adapter (:func:`adapter_of`) wraps it: one route for every package.
 
     Examples
     --------
@@ -101,12 +100,7 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     >>> wrap_operand(np.zeros((2, 3), dtype=np.float32).T, "a")
     Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
     """
-    cls = type(x)
     try:
-        if cls is np.ndarray:
-            return wrap_numpy(x, name)
-        if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
-            return wrap_torch(x, name)
         return adapter_of(x).wrap(x, name)
     except InvalidOperandError as e:  # dtypes.canonical_name does not know the parameter
         if str(e).startswith("dtype must"):

@@ -511,8 +511,8 @@ def _recording_copies(gpu, monkeypatch):
 
 
 def test_bgrad_device_operand_is_copied_into_the_order_cublaslt_needs(gpu, monkeypatch):
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     calls = _recording_copies(gpu, monkeypatch)
     a, b = gpu.tensor(32, 16), gpu.tensor(16, 24)  # row-major a: BGRADA needs it column-major

@@ -267,8 +267,8 @@ def _name(x):
 # ---- BGRADA / BGRADB layouts (cuBLASLt restricts them; nvmath accepts any order) ------------
 def test_bgradb_degenerate_b_picks_the_operation_cublaslt_needs(gpu):
     from cuweave._bindings.cublaslt import Operation
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     x, dz = gpu.tensor(128, 16), gpu.tensor(128, 1)  # matmul(x.T, dz, epilog="bgradb")
     mm = Matmul(x.t(), dz)
@@ -286,8 +286,8 @@ def test_bgradb_degenerate_b_picks_the_operation_cublaslt_needs(gpu):
 @pytest.mark.parametrize("epilog, order_a, order_b", [("bgrada", "C", "C"), ("bgradb", "F", "F"),
                                                        ("bgrada", "C", "F"), ("bgradb", "C", "F")])
 def test_bgrad_host_operands_are_staged_in_the_order_cublaslt_needs(gpu, epilog, order_a, order_b):
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     rng = np.random.default_rng(34)
     a = np.asarray(rand(rng, (32, 16)), order=order_a)

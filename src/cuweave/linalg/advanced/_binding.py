@@ -1,98 +1,30 @@
-"""Epilog inputs/outputs of one planned matmul, in cuBLASLt's frame, and host staging helpers."""
+"""Epilog inputs/outputs of one planned matmul, in cuBLASLt's frame."""
 
 from __future__ import annotations
 
 import ctypes
-import os
-
-import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._bindings.library_types import DATA_TYPE
 from ..._internal.arrays import Operand, check_same_place
 from ..._internal.errors import InvalidOperandError
 from ..._internal.packages import wrap_operand
-from ._checks import OperandPackageError
 from ._epilogs import (
     AUX_FORMATS,
-    MatmulEpilog,
     aux_dtype,
     aux_layout,
     bias_dtype,
-    epilog_spec,
+    lt_epilog,
     validate_epilog_inputs,
 )
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
+from ._spec import OperandPackageError
 
-__all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
-           "perm_from_strides", "wrap_inputs"]
+__all__ = ["EpilogBinding", "frame_constraints", "perm_from_strides", "wrap_inputs",
+           "lt_epilog"]
 
-_SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
 _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are set per execute)
-
-
-def lt_epilog(spec, swap: bool):
-    """The epilog spec in cuBLASLt's frame (BGRADA and BGRADB trade places when swapped)."""
-    return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec
-
-
-def is_dense(arr: np.ndarray) -> bool:
-    """Whether ``arr``'s elements fill its memory exactly, in any axis order."""
-    if arr.flags.c_contiguous or arr.flags.f_contiguous:
-        return True
-    dims = sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n > 1)
-    expect = arr.itemsize
-    for s, n in dims:
-        if s != expect:
-            return False
-        expect *= n
-    return True
-
-
-def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
-    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
-    if arr.size == 0:
-        return np.empty(0, np.uint8)
-    if not is_dense(arr):
-        return None
-    # the axes in memory order make a dense array C-contiguous, so reshape gives a view (its
-    # base chain leads to the memory's owner, which the staging asks whether it is pinned)
-    order = sorted(range(arr.ndim), key=lambda i: -arr.strides[i] if arr.shape[i] > 1 else 0)
-    return arr.transpose(order).reshape(-1).view(np.uint8)
-
-
-class OperandTooLargeError(InvalidOperandError, MemoryError):
-    """A dense copy of an operand (a broadcast or strided view) would not fit in memory."""
-
-
-def physical_memory() -> int:
-    """Bytes of physical memory of this machine (0 when unknown)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        return 0
-
-
-def check_copy_size(name: str, shape, itemsize: int) -> None:
-    """Refuse, before allocating, a dense copy of ``name`` larger than physical memory."""
-    nbytes = int(np.prod(shape, dtype=np.float64)) * itemsize
-    limit = physical_memory()
-    if limit and nbytes > limit:
-        raise OperandTooLargeError(
-            f"{name} must fit in memory as a dense copy (its layout needs one), got shape "
-            f"{tuple(shape)} of {nbytes / 2**30:.1f} GiB with {limit / 2**30:.1f} GiB of "
-            "physical memory; pass a smaller or contiguous operand")
-
-
-def staged(op, name: str = "operand"):
-    """(host array, strides in elements) of a host operand as it will live on the device."""
-    arr = op.host_array()
-    if arr.size == 0 or is_dense(arr):
-        return arr, op.strides
-    check_copy_size(name, arr.shape, arr.itemsize)
-    arr = np.ascontiguousarray(arr)
-    return arr, tuple(s // arr.itemsize for s in arr.strides)
 
 
 def perm_from_strides(shape, strides) -> tuple:

@@ -447,3 +447,11 @@ def aux_layout(name: str, m: int, n: int, batch_shape=(), result_dtype: str = "f
         strides.append(size)
         size *= extent
     return batch_shape + tail_shape, tuple(reversed(strides)) + tail_strides, dtype
+
+
+_SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
+
+
+def lt_epilog(spec, swap: bool):
+    """The epilog spec in cuBLASLt's frame (BGRADA and BGRADB trade places when swapped)."""
+    return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec

@@ -15,14 +15,75 @@ A :class:`Fit` records the decision; :func:`fit_layouts` makes it at constructio
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from ..._internal.errors import UnsupportedLayoutError
-from ._binding import check_copy_size, lt_epilog, staged
-from ._checks import lt_layout_ok
-from ._layout import analyze, broadcast_batch
+from ..._internal.errors import InvalidOperandError, UnsupportedLayoutError
+from ._epilogs import lt_epilog
+from ._layout import analyze, broadcast_batch, lt_layout_ok
 
-__all__ = ["Fit", "fit_layouts", "fit_bgrad_layout", "dense_strides", "stage"]
+__all__ = ["Fit", "fit_layouts", "fit_bgrad_layout", "dense_strides", "stage", "staged",
+           "dense_bytes", "check_copy_size", "OperandTooLargeError"]
+
+
+# ---- host arrays as they go to the device ------------------------------------------------------
+def is_dense(arr: np.ndarray) -> bool:
+    """Whether ``arr``'s elements fill its memory exactly, in any axis order."""
+    if arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return True
+    dims = sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n > 1)
+    expect = arr.itemsize
+    for s, n in dims:
+        if s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
+    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
+    if arr.size == 0:
+        return np.empty(0, np.uint8)
+    if not is_dense(arr):
+        return None
+    # the axes in memory order make a dense array C-contiguous, so reshape gives a view (its
+    # base chain leads to the memory's owner, which the staging asks whether it is pinned)
+    order = sorted(range(arr.ndim), key=lambda i: -arr.strides[i] if arr.shape[i] > 1 else 0)
+    return arr.transpose(order).reshape(-1).view(np.uint8)
+
+
+class OperandTooLargeError(InvalidOperandError, MemoryError):
+    """A dense copy of an operand (a broadcast or strided view) would not fit in memory."""
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (0 when unknown)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 0
+
+
+def check_copy_size(name: str, shape, itemsize: int) -> None:
+    """Refuse, before allocating, a dense copy of ``name`` larger than physical memory."""
+    nbytes = int(np.prod(shape, dtype=np.float64)) * itemsize
+    limit = physical_memory()
+    if limit and nbytes > limit:
+        raise OperandTooLargeError(
+            f"{name} must fit in memory as a dense copy (its layout needs one), got shape "
+            f"{tuple(shape)} of {nbytes / 2**30:.1f} GiB with {limit / 2**30:.1f} GiB of "
+            "physical memory; pass a smaller or contiguous operand")
+
+
+def staged(op, name: str = "operand"):
+    """(host array, strides in elements) of a host operand as it will live on the device."""
+    arr = op.host_array()
+    if arr.size == 0 or is_dense(arr):
+        return arr, op.strides
+    check_copy_size(name, arr.shape, arr.itemsize)
+    arr = np.ascontiguousarray(arr)
+    return arr, tuple(s // arr.itemsize for s in arr.strides)
 
 
 class Fit:

@@ -16,12 +16,11 @@ from ..._internal.errors import InvalidOperandError
 from ..._internal.options import coerce_options
 from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
 from ._binding import _input_name
-from ._checks import AUX_SCALE, _check_algorithm, _scalar, ignored, split_aux_scale
 from ._epilogs import epilog_spec, validate_epilog_inputs
 from ._layout import recall_aux_frame
 from ._options import MatmulOptions
 from ._plan import UNIT, Call, make_plan
-from ._spec import Spec
+from ._spec import AUX_SCALE, Spec, _check_algorithm, _scalar, ignored, split_aux_scale
 from .matmul import _log
 
 __all__ = ["matmul", "plan_cache"]
@@ -149,9 +148,9 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in tensors.items()}
     if found is not None:
         key = found[0]
-    else:
-        key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
-                   preferences, execution, algorithm, aux_scale)
+    else:  # the plan key (cache.plan_key, the one key builder): see _key_parts
+        key = plan_key(*_key_parts(ops, beta, epilog, inputs, qualifiers, quantization_scales,
+                                   options, preferences, execution, algorithm, aux_scale))
         try:
             plan = plan_cache.pop(key)
         except TypeError:  # something unhashable: no caching
@@ -161,9 +160,7 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
     if fresh:  # a miss: the plan is made for these operands
         opts = coerce_options(options, MatmulOptions, "options")
         spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
-        scalars = spec.scalars(alpha, beta, c is not None)
-        _, scales = spec.call_scales(quantization_scales)
-        s = None if stream is None else spec.stream(stream)
+        scalars, scales, _, s = spec.call_values(ops, alpha, beta, quantization_scales, stream)
         given = dict(inputs or {})  # wrapped once: the plan takes the records
         if aux_scale is not None:
             given[AUX_SCALE] = aux_scale
@@ -174,16 +171,11 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
     try:
         if not fresh:  # a hit: the call's own values checked, the plan goes back after
             spec = plan.spec
-            if c is not None:
-                ops["c"] = spec.matrix_c(ops["c"])  # a 1-D c read as the planned matrix
-            scalars = spec.scalars(alpha, beta, c is not None)
-            scales = (None if quantization_scales is None else
-                      spec.call_scales(quantization_scales)[1])
-            if aux_scale is not None:
-                aux_scale = spec.aux_scale(aux_scale, plan.prefs.epilog.aux_type)
+            scalars, scales, aux_scale, s = spec.call_values(
+                ops, alpha, beta, quantization_scales, stream, aux_scale=aux_scale,
+                aux_type=plan.prefs.epilog.aux_type, reread_c=True)
             if inputs:
                 plan.binding.check_inputs(inputs, False)
-            s = None if stream is None else spec.stream(stream)
         call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
                        scales, aux_scale)
         call.staged = plan.stage(ops)
@@ -196,13 +188,11 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
         else:
             plan.free()
 
-
-def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
-         execution, algorithm, aux_scale) -> tuple:
-    """The plan key of a call, by the one key builder (:func:`plan_key`): the operands, whether
-    ``beta`` is given, and whatever else is given; an aux input also by the frame its forward
-    pass produced it in (a square one's layout does not tell it), an aux scale by its kind (its
-    value is read at each run)."""
+def _key_parts(ops, beta, epilog, inputs, qualifiers, quantization_scales, options,
+               preferences, execution, algorithm, aux_scale) -> tuple:
+    """What a call's plan key holds: the operands, whether ``beta`` is given, and whatever
+    else is given; an aux input also by the frame its forward pass produced it in (a square
+    one's layout does not tell it), an aux scale by its kind (its value is read at each run)."""
     frames = None
     if inputs:
         frames = tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
@@ -210,8 +200,6 @@ def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
     scale_kind = None
     if aux_scale is not None:
         scale_kind = "scalar" if isinstance(aux_scale, int | float | np.number) else aux_scale
-    return plan_key(ops["a"], ops["b"], ops["c"] if c is not None else None, beta is None,
-                    epilog, inputs, frames,
-                    None if qualifiers is None else np.asarray(qualifiers),
-                    quantization_scales, options, preferences, execution, algorithm,
-                    scale_kind)
+    return (ops["a"], ops["b"], ops.get("c"), beta is None, epilog, inputs, frames,
+            None if qualifiers is None else np.asarray(qualifiers), quantization_scales, options,
+            preferences, execution, algorithm, scale_kind)

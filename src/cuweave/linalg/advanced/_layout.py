@@ -21,7 +21,7 @@ from ..._bindings.cublaslt import Operation
 from ..._internal.errors import InvalidOperandError, UnsupportedLayoutError
 from ._epilogs import aux_layout
 
-__all__ = ["LtOperand", "Problem", "promote", "broadcast_batch", "batch_stride",
+__all__ = ["lt_layout_ok", "LtOperand", "Problem", "promote", "broadcast_batch", "batch_stride",
            "lt_operand", "bias_axis", "bias_layout", "aux_frames", "choose_swap", "analyze",
            "host_view", "remember_aux_frame", "recall_aux_frame"]
 
@@ -440,3 +440,28 @@ def host_view(arr: np.ndarray, lt: LtOperand, count: int) -> np.ndarray:
     if lt.op == Operation.N:
         return base.transpose(0, 2, 1)
     return base
+
+
+def lt_layout_ok(lt_spec, p) -> bool:
+    """Whether the problem ``p`` meets the cuBLASLt-frame epilog's operand-layout restriction."""
+    req = lt_spec.layout_requirement
+    if req is None:
+        return True
+    from ..._bindings.cublaslt import Operation
+
+    which, needs_n = req[:2]
+    return (getattr(p, which).op == Operation.N) == needs_n
+
+
+def _check_lt_layout(lt_spec, user_spec, p) -> None:
+    """The epilog's operand-layout restriction (``EpilogSpec.layout_requirement``): checked on
+    the cuBLASLt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
+    swapped)."""
+    if lt_layout_ok(lt_spec, p):
+        return
+    from ..._internal.errors import UnsupportedLayoutError
+
+    need, fix = user_spec.layout_requirement[2:]
+    raise UnsupportedLayoutError(
+        f"{need} for epilog {user_spec.name} on the GPU (a cuBLASLt restriction); pass {fix}",
+        permutation=(1, 0))

@@ -17,18 +17,18 @@ from ..._internal.options import coerce_options
 from . import _autotune_cache
 from ._algorithm import Algorithm
 from ._binding import EpilogBinding, check_aux_input_dtype, frame_constraints, wrap_inputs
-from ._checks import (
+from ._epilogs import AUX_FORMATS, epilog_spec, validate_epilog
+from ._fit import fit_bgrad_layout, refit, stage
+from ._layout import _check_lt_layout
+from ._options import MatmulPlanPreferences
+from ._run import build_run
+from ._spec import (
     AlgorithmTypeError,
     _check_algorithm,
-    _check_lt_layout,
     check_fp8_aux,
     ignored,
     split_aux_scale,
 )
-from ._epilogs import AUX_FORMATS, epilog_spec, validate_epilog
-from ._fit import fit_bgrad_layout, refit, stage
-from ._options import MatmulPlanPreferences
-from ._run import build_run
 
 __all__ = ["Plan", "Call", "UNIT", "make_plan", "plan_inputs", "algorithm_ids"]
 
@@ -284,7 +284,7 @@ class Plan:
         """A device operand at least as aligned as the planned one."""
         need = self.alignments.get(name)
         if need is not None and ALIGNMENT[op.ptr & 255] < need:
-            from ._checks import alignment_error
+            from ._spec import alignment_error
 
             raise alignment_error(name, ALIGNMENT[op.ptr & 255], need)
 
@@ -296,7 +296,7 @@ class Plan:
         """Every operand and required epilog input of the plan is in a call."""
         missing = self.binding.missing_inputs(inputs)
         if missing:
-            from ._checks import IncompleteResetError
+            from ._spec import IncompleteResetError
 
             raise IncompleteResetError("reset_operands() after release_operands() needs "
                                        f"epilog_inputs {missing}")

@@ -35,9 +35,10 @@ import numpy as np
 from ..._internal import cuda
 from ..._internal.dtypes import to_float32
 from ..._internal.packages import empty, wrap_operand
-from ._binding import _A, dense_bytes, perm_from_strides, staged
-from ._checks import scale_value
+from ._binding import _A, perm_from_strides
+from ._fit import dense_bytes, staged
 from ._layout import host_view, remember_aux_frame
+from ._spec import scale_value
 
 __all__ = ["build_run"]
 

@@ -20,18 +20,18 @@ from ..._internal.options import coerce_options
 from ..._internal.overlap import check_inplace_target
 from ..._internal.packages import wrap_operand
 from ._binding import wrap_inputs
-from ._checks import (
+from ._options import MatmulOptions, MatmulQuantizationScales
+from ._plan import Call, algorithm_ids, make_plan
+from ._spec import (
     IncompleteResetError,
     OperandPackageError,
+    Spec,
     _scalar,
     _signature,
     ignored,
     signature_mismatch,
     split_aux_scale,
 )
-from ._options import MatmulOptions, MatmulQuantizationScales
-from ._plan import Call, algorithm_ids, make_plan
-from ._spec import Spec
 
 __all__ = ["Matmul"]
 
