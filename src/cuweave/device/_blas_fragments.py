@@ -20,6 +20,7 @@ from numba.np.numpy_support import as_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_numba
+from ._blas_layout import Layout
 from ._blas_numba import (
     _I8P,
     OpaqueTensorType,
@@ -29,7 +30,6 @@ from ._blas_numba import (
     _tensor_value,
     _TensorModel,
 )
-from .matmul import Layout, Matmul
 
 __all__ = ["AccumulatorType", "accumulator_function", "make_fragment_like"]
 
@@ -149,7 +149,7 @@ class AccumulatorType(OpaqueTensorType):
     """numba type of ``MM.suggest_accumulator()`` / ``MM.get_accumulator()``: a stateful
     register accumulator with the partitioner queries of cuBLASDx."""
 
-    def __init__(self, mm: Matmul, suggested: bool):
+    def __init__(self, mm, suggested: bool):
         self.suggested = suggested
         self.fragment_layout = (mm.suggest_layout_rmem_c() if suggested
                                 else mm.get_layout_rmem_c())
@@ -160,14 +160,14 @@ class AccumulatorType(OpaqueTensorType):
 register_model(AccumulatorType)(_TensorModel)
 
 
-def _void_call(mm: Matmul, kind: str, tensors: tuple, context, builder, values):
+def _void_call(mm, kind: str, tensors: tuple, context, builder, values):
     _blas_numba._device_call(context, builder, mm, kind, tensors, values)
 
 
 _accumulators: dict = {}
 
 
-def accumulator_function(mm: Matmul, suggested: bool):
+def accumulator_function(mm, suggested: bool):
     """``MM.suggest_accumulator()`` / ``MM.get_accumulator()`` inside kernels: a cleared,
     created accumulator over a local buffer."""
     from ._numba_ext import numba_modules

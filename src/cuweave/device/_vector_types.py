@@ -172,12 +172,14 @@ def vector_type_of(name: str) -> VectorType:
     return _BY_NAME[name]
 
 
-def _register_element_types() -> None:
-    """Type :mod:`cuweave.device.types` objects (``complex64``, ``half4``, ...) as dtypes, and
-    give numba complex numbers the ``.x``/``.y`` components of their vector twins."""
+def register_element_types(complex_cls, vector_cls) -> None:
+    """Type :mod:`cuweave.device.types` objects (``complex64``, ``half4``, ...: instances of
+    ``complex_cls`` and ``vector_cls``) as dtypes, and give numba complex numbers the
+    ``.x``/``.y`` components of their vector twins (``types`` calls this when it is imported
+    with numba present)."""
     from numba.cuda.extending import typeof_impl
 
-    from .types import Complex, Vector
+    Complex, Vector = complex_cls, vector_cls  # noqa: N806 - the classes' own names
 
     def _typeof_element(val, c):
         return types.NumberClass(val.numba_type())
@@ -196,6 +198,3 @@ def _register_element_types() -> None:
         lower_attr(types.Complex, name)(
             lambda context, builder, typ, value, index=index: getattr(
                 context.make_complex(builder, typ, value=value), ("real", "imag")[index]))
-
-
-_register_element_types()
