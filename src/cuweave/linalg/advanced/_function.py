@@ -17,7 +17,7 @@ from ..._internal.options import coerce_options
 from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
 from ._binding import _input_name
 from ._epilogs import epilog_spec, validate_epilog_inputs
-from ._layout import recall_aux_frame
+from ._layout import aux_frames_of
 from ._options import MatmulOptions
 from ._plan import UNIT, Call, make_plan
 from ._spec import AUX_SCALE, Spec, _check_algorithm, _scalar, ignored, split_aux_scale
@@ -82,13 +82,37 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         alpha = _scalar(alpha, None, "alpha")
     if beta is not None and c is not None and type(beta) is not float:  # no c: ignored
         beta = _scalar(beta, None, "beta")
+    return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
+                 options, preferences, algorithm, execution, stream)
+
+
+def _alpha(plan, alpha) -> tuple:
+    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
+    if (type(alpha) is not float and not plan.spec.complex
+            and isinstance(alpha, complex | np.complexfloating)):
+        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
+    return (alpha, 0.0)
+
+
+def _ignored_inputs(epilog_inputs, options):
+    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
+    rule), on the options' logger when one is given."""
+    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
+                                                                             None)
+    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
+
+
+def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
+          options, preferences, algorithm, execution, stream):
+    """:func:`matmul`: the key (read off torch/CuPy device arrays, else built from the operands
+    wrapped once), the cached plan or a new one, a fresh call run on it; the plan goes back."""
     found = plan = None
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
         # the key whatever the stream (not part of a plan): (key, pointer of a, pointer of b)
-        # of torch/CuPy device arrays read off the arrays by their adapters' probes (what _key
-        # holds, pointers by alignment), None for anything else; epilog is hashable here
+        # of torch/CuPy device arrays read off the arrays by their adapters' probes (the
+        # operands' metadata, pointers by alignment), None for anything else
         cls = type(a)
         try:  # known by the type (arrays of one type) or the pair of types: one subscript
             probe = PAIR_PROBERS[cls if type(b) is cls else (cls, type(b))]
@@ -111,30 +135,6 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
                     if s is not None:  # the stream may be destroyed now: an event stands
                         plan.forget_stream()
                     plan_cache.put(key, plan, plan.engine.workspace_size)
-    return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-                 options, preferences, algorithm, execution, stream, found, plan)
-
-
-def _alpha(plan, alpha) -> tuple:
-    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
-    if (type(alpha) is not float and not plan.spec.complex
-            and isinstance(alpha, complex | np.complexfloating)):
-        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
-    return (alpha, 0.0)
-
-
-def _ignored_inputs(epilog_inputs, options):
-    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
-    rule), on the options' logger when one is given."""
-    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
-                                                                             None)
-    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
-
-
-def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-          options, preferences, algorithm, execution, stream, found, plan):
-    """:func:`matmul` past the keyed call: wrap once, key (``found``: the probed key, already
-    looked up: ``plan`` is what it found), take or make the plan, run a call, cache."""
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -148,19 +148,22 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in tensors.items()}
     if found is not None:
         key = found[0]
-    else:  # the plan key (cache.plan_key, the one key builder): see _key_parts
-        key = plan_key(*_key_parts(ops, beta, epilog, inputs, qualifiers, quantization_scales,
-                                   options, preferences, execution, algorithm, aux_scale))
+    else:  # the operands, whether beta is given, whatever else is given (an aux input also
+        # by the frame its forward pass made it in, an aux scale by its kind: its value is read
+        # at each run), by the one key builder
+        key = plan_key(ops["a"], ops["b"], ops.get("c"), beta is None, epilog, inputs,
+                       aux_frames_of(inputs), None if qualifiers is None else
+                       np.asarray(qualifiers), quantization_scales, options, preferences,
+                       execution, algorithm, None if aux_scale is None else "scalar"
+                       if isinstance(aux_scale, int | float | np.number) else aux_scale)
         try:
             plan = plan_cache.pop(key)
         except TypeError:  # something unhashable: no caching
             key = None
-    s = None
     fresh = plan is None
     if fresh:  # a miss: the plan is made for these operands
         opts = coerce_options(options, MatmulOptions, "options")
         spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
-        scalars, scales, _, s = spec.call_values(ops, alpha, beta, quantization_scales, stream)
         given = dict(inputs or {})  # wrapped once: the plan takes the records
         if aux_scale is not None:
             given[AUX_SCALE] = aux_scale
@@ -168,14 +171,14 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
             spec, ops, preferences=preferences, epilog=epilog,
             epilog_inputs=given if epilog_inputs is not None else None,
             algorithms=[algorithm] if algorithm is not None else None)
+    s = None
     try:
-        if not fresh:  # a hit: the call's own values checked, the plan goes back after
-            spec = plan.spec
-            scalars, scales, aux_scale, s = spec.call_values(
-                ops, alpha, beta, quantization_scales, stream, aux_scale=aux_scale,
-                aux_type=plan.prefs.epilog.aux_type, reread_c=True)
-            if inputs:
-                plan.binding.check_inputs(inputs, False)
+        # the call's own values, checked before it runs (a hit's epilog inputs need no check:
+        # the key holds their layouts and an aux input's frame)
+        spec = plan.spec
+        scalars, scales, aux_scale, s = spec.call_values(
+            ops, alpha, beta, quantization_scales, stream, aux_scale=aux_scale,
+            aux_type=plan.prefs.epilog.aux_type, reread_c=not fresh, checked_aux=fresh)
         call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
                        scales, aux_scale)
         call.staged = plan.stage(ops)
@@ -187,19 +190,3 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
             plan_cache.put(key, plan, plan.workspace_size)
         else:
             plan.free()
-
-def _key_parts(ops, beta, epilog, inputs, qualifiers, quantization_scales, options,
-               preferences, execution, algorithm, aux_scale) -> tuple:
-    """What a call's plan key holds: the operands, whether ``beta`` is given, and whatever
-    else is given; an aux input also by the frame its forward pass produced it in (a square
-    one's layout does not tell it), an aux scale by its kind (its value is read at each run)."""
-    frames = None
-    if inputs:
-        frames = tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
-                              if k in ("relu_aux", "gelu_aux")))
-    scale_kind = None
-    if aux_scale is not None:
-        scale_kind = "scalar" if isinstance(aux_scale, int | float | np.number) else aux_scale
-    return (ops["a"], ops["b"], ops.get("c"), beta is None, epilog, inputs, frames,
-            None if qualifiers is None else np.asarray(qualifiers), quantization_scales, options,
-            preferences, execution, algorithm, scale_kind)

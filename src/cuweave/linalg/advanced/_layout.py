@@ -249,6 +249,17 @@ def remember_aux_frame(arr, ptr: int, shape, swap: bool) -> None:
         _sweep_at[0] = max(512, 2 * len(_AUX_FRAMES))
 
 
+def aux_frames_of(inputs) -> tuple | None:
+    """``((name, frame), ...)`` of the aux inputs among the epilog inputs ``inputs`` (records
+    by name): the frame each one's forward pass produced it in (:func:`recall_aux_frame`), a
+    part of a plan's key (a square aux input's layout does not tell it); ``None`` without
+    inputs."""
+    if not inputs:
+        return None
+    return tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
+                        if k in ("relu_aux", "gelu_aux")))
+
+
 def recall_aux_frame(ptr: int, shape) -> bool | None:
     """The frame of an aux output at ``ptr`` of ``shape`` still alive, else None."""
     key = (int(ptr), tuple(shape))

@@ -361,33 +361,38 @@ class Spec:
     def __init__(self, ops: dict, qualifiers, options, execution, log):
         self.options = options
         self.log = log
+        # what the operands' records tell first (package, conjugation, types), then where
+        # they live and how they are laid out
         _check_same_package(ops)
-        device, device_id, self.package = check_same_place(ops)
-        self.adapter = adapter(self.package)
-        self.host = device == "cpu"  # the operands live in host memory
-        #: the adapter's pointer reader of arrays its records hold as they are (the unchecked
-        #: reset's fast path, device operands only)
-        self.plain_pointer = None if self.host else getattr(self.adapter, "plain_pointer",
-                                                            None)
-        self.ab_shapes = (ops["a"].shape, ops["b"].shape)
-        if "c" in ops:
-            ops["c"] = self.matrix_c(ops["c"])
-        self.space = resolve_execution(
-            execution, operand_device=device, operand_device_id=device_id,
-            host_default="cuda", default_device_id=options.device_id)
-        self.on_cpu = isinstance(self.space, ExecutionCPU)
-        self.device_id = None if self.on_cpu else self.space.device_id
         conj = _conj_flags(qualifiers, ops)
         c = ops.get("c")
         self.types = resolve_types(ops["a"].dtype, ops["b"].dtype,
                                    c.dtype if c is not None else None, options, log=log)
         self.complex = self.types["a"].startswith("complex")
         self.conj = conj if self.complex else (False, False)  # conjugating reals: a no-op
+        self.fp8_result = self.types["d"] in ("float8_e4m3fn", "float8_e5m2")
+        self.package = ops["a"].package
+        self.adapter = adapter(self.package)
+        self.ab_shapes = (ops["a"].shape, ops["b"].shape)
+        if c is not None:
+            ops["c"] = c = self.matrix_c(c)
+        device, device_id, _ = check_same_place(ops)
+        self.host = device == "cpu"  # the operands live in host memory
+        self.place = ops["a"].place
+        #: what a reset operand must share with the planned one (see signature_mismatch)
+        self.signatures = {k: (op.shape, op.strides, op.dtype, op.package, op.place, op.conj)
+                           for k, op in ops.items()}
+        #: the adapter's pointer reader of arrays its records hold as they are (the unchecked
+        #: reset's fast path, device operands only)
+        self.plain_pointer = None if self.host else getattr(self.adapter, "plain_pointer",
+                                                            None)
+        self.space = resolve_execution(
+            execution, operand_device=device, operand_device_id=device_id,
+            host_default="cuda", default_device_id=options.device_id)
+        self.on_cpu = isinstance(self.space, ExecutionCPU)
+        self.device_id = None if self.on_cpu else self.space.device_id
         if options.inplace and c is not None:
             check_inplace_target(c, "c")
-        self.place = ops["a"].place
-        self.signatures = {k: _signature(op) for k, op in ops.items()}
-        self.fp8_result = self.types["d"] in ("float8_e4m3fn", "float8_e5m2")
         #: how each operand is computed on, and the problem of those layouts (no epilog yet)
         self.fit = fit_layouts(ops, host=self.host,
                                can_copy=not self.on_cpu and self.adapter.can_copy,
@@ -447,16 +452,17 @@ class Spec:
         return scales, self.scales(scales)
 
     def call_values(self, ops, alpha, beta, quantization_scales, stream, *, aux_scale=None,
-                    aux_type=None, reread_c=False) -> tuple:
+                    aux_type=None, reread_c=False, checked_aux=False) -> tuple:
         """``(scalars, checked scales, aux scale, Stream or None)`` of a call on this spec,
-        checked before any work (``reread_c``: a 1-D ``c`` in ``ops`` is read as the planned
-        matrix, in place; ``aux_scale`` checked for the planned ``aux_type``)."""
+        checked before it runs (``reread_c``: a 1-D ``c`` in ``ops`` is read as the planned
+        matrix, in place; ``aux_scale`` checked for the planned ``aux_type`` unless
+        ``checked_aux``)."""
         c_given = "c" in ops
         if reread_c and c_given:
             ops["c"] = self.matrix_c(ops["c"])
         scalars = self.scalars(alpha, beta, c_given)
         scales = self.call_scales(quantization_scales)[1]
-        if aux_scale is not None:
+        if aux_scale is not None and not checked_aux:
             aux_scale = self.aux_scale(aux_scale, aux_type)
         return scalars, scales, aux_scale, None if stream is None else self.stream(stream)
 
