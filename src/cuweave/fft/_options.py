@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
@@ -147,3 +148,14 @@ class DeviceCallable:
         themselves (compared by content only on a hash match; a hit on the same object is an
         identity check), so two LTO-IRs of one hash never share a plan."""
         return callback_key(self.ltoir, self.size, self.data, self.symbol)
+
+
+def norm_scale(norm: str | None, direction: FFTDirection, n: int) -> float:
+    """The factor NumPy's ``norm`` applies in ``direction`` to a transform of ``n`` points."""
+    if norm is None:
+        return 1.0
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    if (norm == "backward") == (direction == FFTDirection.INVERSE):
+        return 1.0 / n
+    return 1.0

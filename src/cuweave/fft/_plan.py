@@ -17,10 +17,10 @@ from .._internal.resources import StreamResources
 from ._cpu import CpuPlan
 from ._cuda_plan import CudaPlan
 from ._layout import result_perm
+from ._options import norm_scale
 from ._run import allocate_buffers, build_run
-from ._spec import norm_scale
 
-__all__ = ["Plan", "Call", "cpu_perm"]
+__all__ = ["Plan", "Call", "cpu_perm", "new_call"]
 
 
 class Call:
@@ -53,6 +53,15 @@ class Call:
         for k, v in changes.items():
             setattr(new, k, v)
         return new
+
+
+def new_call(spec, op, stream) -> Call:
+    """The function forms' call of ``op`` on ``stream`` (given for this call on CUDA, the
+    stream of the round trip for a device operand on the CPU; validated otherwise)."""
+    if stream is None:
+        return Call.of(op)
+    s = spec.stream(stream).ptr
+    return Call.of(op, s if spec.cuda else None, s if spec.to_host else None)
 
 
 def cpu_perm(spec) -> tuple[int, ...]:
@@ -90,12 +99,12 @@ class Plan:
         #: ``[stream]`` last set on the cuFFT plan (``[None]``: order again)
         self.stream_state = [None]
         if not spec.cuda:
-            if spec.to_host and call is not None:
-                check_writable(call.op, spec.inplace)
             if prolog is not None or epilog is not None:
                 raise InvalidOptionError(
                     "prolog and epilog must be None with CPU execution, got a callback")
             self.cpu_plan = _cpu_plan(spec)
+            if spec.to_host and call is not None:
+                check_writable(call.op, spec.inplace)
         else:
             scale = norm_scale(norm, direction, spec.n_points)
             self.bufs = StreamResources(spec.device_id, spec.package, spec.options.allocator)

@@ -26,7 +26,7 @@ from ._layout import (
 from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
-           "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
+           "infer_fft_type", "default_direction", "coerce_callable",
            "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError"]
 
 
@@ -137,17 +137,6 @@ def result_dtype(dtype: str, fft_type: str) -> str:
 
 def default_direction(fft_type: str) -> FFTDirection:
     return FFTDirection.INVERSE if fft_type == "C2R" else FFTDirection.FORWARD
-
-
-def norm_scale(norm: str | None, direction: FFTDirection, n: int) -> float:
-    """The factor NumPy's ``norm`` applies in ``direction`` to a transform of ``n`` points."""
-    if norm is None:
-        return 1.0
-    if norm == "ortho":
-        return 1.0 / math.sqrt(n)
-    if (norm == "backward") == (direction == FFTDirection.INVERSE):
-        return 1.0 / n
-    return 1.0
 
 
 def coerce_callable(value, name: str) -> DeviceCallable | None:
@@ -316,9 +305,9 @@ def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
         where = ("cpu", space.num_threads)
     # the options that shape a plan, field by field (freezing the whole dataclass costs more
     # than the rest of the key), the allocator by identity
-    return plan_key(operand_key(op, aligned=False), normalize_axes(axes, len(op.shape)),
-                    options.fft_type, options.inplace, options.last_axis_parity,
-                    options.result_layout, options.blocking,
+    axes = normalize_axes(axes, len(op.shape))
+    return plan_key(operand_key(op, aligned=False), axes, options.fft_type, options.inplace,
+                    options.last_axis_parity, options.result_layout, options.blocking,
                     id(options.allocator) if options.allocator is not None else None, where,
                     _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
 

@@ -30,8 +30,8 @@ from .._internal.overlap import check_inplace_target
 from .._internal.packages import probe
 from ._cuda_plan import estimate_workspace
 from ._layout import CufftLayout, LayoutPlan, coerce_axes, dense_strides
-from ._options import NORMS, FFTDirection, FFTOptions
-from ._plan import Call, Plan, cpu_perm
+from ._options import NORMS, FFTDirection, FFTOptions, norm_scale
+from ._plan import Call, Plan, cpu_perm, new_call
 from ._spec import (
     OperandTypeError,
     build_spec,
@@ -40,7 +40,6 @@ from ._spec import (
     default_direction,
     execution_space,
     metadata_operand,
-    norm_scale,
     plan_args,
     public_key,
     spec_key,
@@ -470,7 +469,7 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
           fft_type):
     """The function forms: wrap once, key, take or make the cached plan, run a fresh call."""
     _check_norm(norm)  # before it enters a key (an unhashable norm is a user error too)
-    fast = None
+    fast = plan = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
     if (options is None or options is C2R_ODD) and execution is None and stream is None:
@@ -485,10 +484,10 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
                 plan = plan_cache.pop(fast)
             except TypeError:  # unhashable entries in axes: reported by coerce_axes below
                 plan = fast = None
-            if plan is not None:  # planned for `direction`: run on the current stream
+            if plan is not None and not plan.needs_record:
+                # planned for `direction`: run on the current stream (nothing wrapped)
                 try:
-                    return plan.run(Call.of(wrap(operand)) if plan.needs_record else
-                                    Call(operand, found[1]))
+                    return plan.run(Call(operand, found[1]))
                 finally:
                     plan_cache.put(fast, plan, plan.workspace_size)
     if fast is None:
@@ -497,31 +496,25 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
     op = wrap(operand)
     space = execution_space(execution, op)
     key = fast or (spec_key(op, axes, opts, space, prolog, epilog), direction, norm)
-    plan = plan_cache.pop(key)
+    if plan is None:
+        plan = plan_cache.pop(key)
     fresh = plan is None
-    if fresh:  # a miss: the plan is made for this operand
-        spec = build_spec(op, axes, opts, space)
-        call = _call_of(spec, op, stream)
-        plan = Plan(spec, _direction(direction, spec.fft_type), norm,
-                    coerce_callable(prolog, "prolog"), coerce_callable(epilog, "epilog"),
-                    opts.logger or _log, call)
     try:
-        if not fresh:  # a hit: the operand checked, the plan goes back after
-            if plan.spec.inplace:
+        if fresh:  # a miss: the plan is made for this operand
+            spec = build_spec(op, axes, opts, space)
+        else:  # a hit: the operand checked, the plan goes back after
+            spec = plan.spec
+            if spec.inplace:
                 check_inplace_target(op, "operand")
-            call = _call_of(plan.spec, op, stream)
+        call = new_call(spec, op, stream)
+        if fresh:
+            plan = Plan(spec, _direction(direction, spec.fft_type), norm,
+                        coerce_callable(prolog, "prolog"), coerce_callable(epilog, "epilog"),
+                        opts.logger or _log, call)
         return plan.run(call)
     finally:
-        plan_cache.put(key, plan, plan.workspace_size)
-
-
-def _call_of(spec, op, stream) -> Call:
-    """The function forms' call of ``op`` on ``stream`` (given for this call on CUDA, the
-    stream of the round trip for a device operand on the CPU; validated otherwise)."""
-    if stream is None:
-        return Call.of(op)
-    s = spec.stream(stream).ptr
-    return Call.of(op, s if spec.cuda else None, s if spec.to_host else None)
+        if plan is not None:
+            plan_cache.put(key, plan, plan.workspace_size)
 
 
 def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
