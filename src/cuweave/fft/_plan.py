@@ -116,6 +116,8 @@ class Plan:
                 raise
         #: a call must carry the operand's record (else its object and pointer do)
         self.needs_record = not spec.cuda or spec.staged
+        #: the cuFFT work area's bytes (what the plan cache counts)
+        self.workspace_size = self.cuda_plan.workspace_size if self.cuda_plan is not None else 0
         self.run = build_run(self)
         if spec.cuda:
             allocate_buffers(self, call)  # no lazy work left for a first run (graph capture)
@@ -133,10 +135,6 @@ class Plan:
         new.run = build_run(new)
         return new
 
-    @property
-    def workspace_size(self) -> int:
-        return self.cuda_plan.workspace_size if self.cuda_plan is not None else 0
-
     def release_workspace(self) -> None:
         """Return the work area to the pool (reallocated by the next run)."""
         if self.bufs is not None and self.bufs.has("work"):
@@ -145,6 +143,7 @@ class Plan:
     def free(self) -> None:
         """Destroy the cuFFT plan and return the buffers."""
         self.run = None
+        self.workspace_size = 0
         plan, self.cuda_plan = self.cuda_plan, None
         self.cpu_plan = None
         if plan is not None:

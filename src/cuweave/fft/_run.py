@@ -76,8 +76,10 @@ def build_run(plan):
     cur = plan.stream_state  # the stream last set on the plan (None: order again)
     deliver = None if inplace else pkg.deliver  # results handed over as the package's arrays
     in_c, tmp_in, out_c = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    held = None  # the input address in_c holds
 
     def run(call, direction=None):
+        nonlocal held
         prev = get_device()
         if prev != device_id:
             set_device(device_id)
@@ -105,11 +107,13 @@ def build_run(plan):
                 shared_stager().upload(host_in(spec, call.op), tmp_in.value, s, direct=True)
                 src = tmp_in
             else:
-                in_c.value = call.ptr
-                if c2r_copy or (r2c_align and call.ptr % r2c_align):
+                ptr = call.ptr
+                if ptr is not held:  # patched only when the address changes
+                    in_c.value = held = ptr
+                if c2r_copy or (r2c_align and ptr % r2c_align):
                     # C2R overwrites its input; R2C needs it aligned: transform a copy
                     tmp_in.value = bufs.get("copy_in", in_bytes, s)
-                    cuda.memcpy_async(tmp_in.value, call.ptr, in_bytes, s)
+                    cuda.memcpy_async(tmp_in.value, ptr, in_bytes, s)
                     src = tmp_in
             res = None
             if inplace:
