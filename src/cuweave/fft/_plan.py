@@ -118,9 +118,13 @@ class Plan:
         self.needs_record = not spec.cuda or spec.staged
         #: the cuFFT work area's bytes (what the plan cache counts)
         self.workspace_size = self.cuda_plan.workspace_size if self.cuda_plan is not None else 0
-        self.run = build_run(self)
-        if spec.cuda:
-            allocate_buffers(self, call)  # no lazy work left for a first run (graph capture)
+        try:
+            self.run = build_run(self)
+            if spec.cuda:
+                allocate_buffers(self, call)  # no lazy work left for a first run (graphs)
+        except BaseException:
+            self.free()
+            raise
 
     def respecified(self, spec) -> Plan:
         """This plan for ``spec``, an operand layout the same library plan runs (batch axes

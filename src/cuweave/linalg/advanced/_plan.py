@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from ..._internal.arrays import ALIGNMENT, Operand
-from ..._internal.errors import CublasLtError, InvalidOperandError, InvalidOptionError
+from ..._internal.errors import CublasLtError, InvalidOptionError
 from ..._internal.options import coerce_options
 from . import _autotune_cache
 from ._algorithm import Algorithm
@@ -170,16 +170,16 @@ class Plan:
         #: a template of the operands' package and memory space (results are made like it)
         self.ref = Operand(None, spec.package, 0, (), (), "float32", spec.place[0],
                            spec.place[1])
-        if spec.on_cpu:
-            self.algorithms = [Algorithm.cpu()]
-        else:
-            try:
+        try:
+            if spec.on_cpu:
+                self.algorithms = [Algorithm.cpu()]
+            else:
                 self.algorithms = self._plan_cuda(ops, algorithms)
-            except BaseException:
-                self.free()
-                raise
-        #: the run of this plan; ``lean``: no optional step (the common case)
-        self.run, self.lean = build_run(self)
+            #: the run of this plan; ``lean``: no optional step (the common case)
+            self.run, self.lean = build_run(self)
+        except BaseException:
+            self.free()
+            raise
         #: a call must carry operand records (else two pointers do: ``Call.ops`` is None)
         self.needs_records = bool(spec.host or spec.on_cpu or fit.dev_copies or "c" in ops)
 
@@ -291,17 +291,6 @@ class Plan:
     def stage(self, ops) -> dict | None:
         """The staged host arrays of host operands ``ops`` (``None``: device operands)."""
         return stage(self.fit, ops) if self.spec.host else None
-
-    def check_complete(self, ops, inputs) -> None:
-        """Every operand and required epilog input of the plan is in a call."""
-        missing = self.binding.missing_inputs(inputs)
-        if missing:
-            from ._spec import IncompleteResetError
-
-            raise IncompleteResetError("reset_operands() after release_operands() needs "
-                                       f"epilog_inputs {missing}")
-        if set(ops) != set(self.spec.signatures):
-            raise InvalidOperandError(f"operands must be {sorted(self.spec.signatures)}")
 
     @property
     def workspace_size(self) -> int:
