@@ -211,11 +211,7 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.package, s.device, s.shape, s.strides, s.dtype = (op.package, op.device, op.shape,
                                                         op.strides, op.dtype)
     s.options = options
-    s.space = execution_space(execution, op)
-    s.cuda = s.space.name == "cuda"
-    s.device_id = s.space.device_id if s.cuda else op.device_id  # None for host operands
-    s.staged = s.cuda and op.device == "cpu"
-    s.axes = normalize_axes(axes, len(op.shape))
+    # the types first (the operand's record alone), then where it runs, then its layout
     s.fft_type = infer_fft_type(op.dtype, options.fft_type)
     if options.inplace and s.fft_type != "C2C":
         raise InvalidOptionError(
@@ -225,6 +221,11 @@ def build_spec(op, axes, options, execution) -> Spec:
         raise OperandTypeError(  # a TypeError, as nvmath-python raises
             f"operand dtype must not be float16 for a {op.package} R2C transform ({op.package} "
             "has no complex32 for the result), got 'float16'; use a torch tensor or float32")
+    s.space = execution_space(execution, op)
+    s.cuda = s.space.name == "cuda"
+    s.device_id = s.space.device_id if s.cuda else op.device_id  # None for host operands
+    s.staged = s.cuda and op.device == "cpu"
+    s.axes = normalize_axes(axes, len(op.shape))
     s.lengths, s.out_shape = fft_lengths(op.shape, s.axes, s.fft_type, options.last_axis_parity)
     if any(n == 0 for n in op.shape):
         raise InvalidOperandError(f"operand must not be empty, got shape {op.shape!r}")
