@@ -1,7 +1,7 @@
 """Run cuweave's benchmarks side by side with torch, CuPy and nvmath-python.
 
     python benchmarks/run.py --engines matmul,fft,fft_scipy,device_fft,device_random,\
-        matmul_cpu,torch,llm [--quick] --out DIR
+        linalg,linalg_cpu,matmul_cpu,torch,llm,tensor,tensor_cpu [--quick] --out DIR
 
 Each engine lives in ``benchmarks/cases_<engine>.py`` with ``run(results, quick)``. Results go
 to ``DIR/<engine>.json|md|png``. Engines whose hardware is missing are skipped with a note.
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 from harness import Results  # noqa: E402
 
 GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "device_matmul",
-               "torch", "llm", "graph")
+               "device_solver", "torch", "llm", "graph", "tensor", "linalg")
 
 
 def main(argv=None) -> int:

@@ -41,6 +41,11 @@ def test_readme_block_runs(code, tmp_path):
     for module in sorted(set(_IMPORT.findall(code))):
         if module != "cuweave" and importlib.util.find_spec(module) is None:
             pytest.skip(f"needs {module}")
+    if "cuweave.tensor" in code and any(g in code for g in _GPU_MARKS):
+        from cuweave._bindings import cutensor
+
+        if not cutensor.is_loadable():  # the GPU image has no cuTENSOR unless it is carried
+            pytest.skip("needs libcutensor.so.2 (pip install 'cuweave[tensor]')")
     script = tmp_path / "block.py"
     script.write_text(code, encoding="utf-8")
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,

@@ -34,6 +34,7 @@ __all__ = [
     "__version__",
     "linalg",
     "fft",
+    "tensor",
     "device",
     "info",
     "is_available",
@@ -56,7 +57,7 @@ __all__ = [
     "CufftError",
 ]
 
-_SUBMODULES = ("linalg", "fft", "device", "distributed", "torch")
+_SUBMODULES = ("linalg", "fft", "tensor", "device", "distributed", "torch")
 
 
 def __getattr__(name: str):
@@ -72,14 +73,30 @@ def __dir__():
 
 
 def is_available() -> bool:
-    """``True`` when a CUDA device is usable and cuBLASLt and cuFFT can be loaded."""
+    """Whether cuweave can run on a GPU here.
+
+    Returns
+    -------
+    bool
+        ``True`` when a CUDA device is usable and cuBLASLt and cuFFT can be loaded; without
+        one every call runs on the CPU (``python -m cuweave info`` says why).
+    """
     from . import _info
 
     return _info.is_available()
 
 
 def info() -> dict:
-    """A description of this machine as cuweave sees it (GPUs, driver, libraries, backends)."""
+    """A description of this machine as cuweave sees it (what ``python -m cuweave info`` prints).
+
+    Returns
+    -------
+    dict
+        JSON-able: ``cuda`` (usable, driver or the reason it is not), ``gpus``, ``libraries``
+        (the CUDA libraries found, versions and paths), ``cpu`` (cores, NumPy's BLAS library
+        and its threads, the CPU FFT library and its threads, whether the ``scipy.fft``
+        backend serves NumPy arrays), ``packages`` and ``execution_spaces``.
+    """
     from . import _info
 
     return _info.collect()

@@ -6,6 +6,16 @@ import argparse
 import json
 import sys
 
+_DESCRIPTION = """\
+cuweave's command line.
+
+  python -m cuweave info     what cuweave found: GPUs, driver, CUDA libraries, the CPU's
+                             BLAS and FFT libraries and their threads, execution spaces
+  python -m cuweave demo     a matmul and an FFT end to end (on the CPU without a GPU)
+  python -m cuweave bench    the benchmarks (from a source checkout)
+
+Each command has its own --help."""
+
 
 def _info(args) -> int:
     from ._info import collect, format_info
@@ -37,9 +47,12 @@ def _bench(rest) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cuweave", description=__doc__)
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    p = argparse.ArgumentParser(prog="python -m cuweave", description=_DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    pi = sub.add_parser("info", help="GPUs, driver, libraries and usable execution spaces")
+    pi = sub.add_parser("info", help="GPUs, driver, libraries, the CPU's BLAS and FFT, "
+                        "usable execution spaces")
     pi.add_argument("--json", action="store_true", help="print JSON")
     pi.set_defaults(fn=_info)
     pd = sub.add_parser("demo", help="run the end-to-end demo (on the CPU without a GPU)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata as md
+import os
 import platform
 import sys
 
@@ -71,8 +72,57 @@ def _gpus() -> list[dict]:
     return out
 
 
+def _blas() -> list[dict]:
+    """The BLAS libraries NumPy (and so the CPU matmul) calls, with their thread counts."""
+    try:
+        import numpy  # noqa: F401  (threadpoolctl sees only the libraries already loaded)
+        from threadpoolctl import threadpool_info
+    except Exception as e:  # pragma: no cover - numpy and threadpoolctl are core dependencies
+        return [{"error": str(e)}]
+    return [{"library": i.get("internal_api"), "version": i.get("version"),
+             "threads": i.get("num_threads"), "path": i.get("filepath")}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
+def _cpu_fft(cuda_ok: bool) -> dict:
+    """The CPU FFT library, its threads, and what the ``scipy.fft`` backend does with NumPy."""
+    from ._internal.options import ExecutionCPU
+
+    entry: dict = {"threads": ExecutionCPU().threads}
+    try:
+        from .fft import _cpu_backends, scipy_backend
+
+        entry["library"] = _cpu_backends.backend_name()
+    except Exception as e:  # CUWEAVE_CPU_FFT=mkl without MKL, say
+        return {**entry, "library": None, "error": str(e)}
+    if entry["library"] == "pocketfft":
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        entry["mkl"] = ("not installed (pip install 'cuweave[cpu-fft]' for MKL's FFTs)" if x86
+                        else f"not available for {platform.machine()} (pocketfft serves)")
+    threshold = scipy_backend.numpy_gpu_min_elements
+    if cuda_ok and threshold is not None:
+        entry["scipy_backend_numpy"] = (
+            f"NumPy arrays of >= {threshold} elements run on the GPU when SciPy would use one "
+            "thread; smaller ones run on SciPy's own CPU FFT")
+    else:
+        why = "no usable GPU" if not cuda_ok else "numpy_gpu_min_elements is None"
+        entry["scipy_backend_numpy"] = (
+            f"not served ({why}): scipy.fft runs NumPy arrays on SciPy's own pocketfft")
+    return entry
+
+
 def collect() -> dict:
-    """Probe everything (never raises) and return a JSON-able dict."""
+    """Probe everything (never raises) and return a JSON-able dict.
+
+    Returns
+    -------
+    dict
+        ``cuweave``, ``python``, ``platform``, ``packages`` (installed versions), ``cuda``
+        (usable, driver or the reason it is not usable), ``gpus``, ``libraries`` (CUDA
+        libraries found, their versions and paths), ``cpu`` (cores, the BLAS libraries and
+        their threads, the CPU FFT library and its threads, and whether the ``scipy.fft``
+        backend serves NumPy arrays here) and ``execution_spaces``.
+    """
     from ._version import __version__
 
     d: dict = {
@@ -97,6 +147,7 @@ def collect() -> dict:
         "nvrtc": _library("nvrtc", "nvrtcVersion"),
         "nvJitLink": _library("nvJitLink", None),
     }
+    d["cpu"] = {"cores": os.cpu_count(), "blas": _blas(), "fft": _cpu_fft(cuda_ok)}
     libs = d["libraries"]
     numba_cuda = "numba-cuda" in d["packages"]
     mathdx = "nvidia-mathdx" in d["packages"]
@@ -124,8 +175,39 @@ def is_available() -> bool:
     return True
 
 
+def _format_cpu(cpu: dict) -> list[str]:
+    lines = [f"CPU ({cpu['cores']} cores):"]
+    for b in cpu["blas"] or [{"error": "no BLAS library loaded by NumPy was found"}]:
+        if "error" in b:
+            lines.append(f"  BLAS (matmul)  unknown — {b['error']}")
+        else:
+            lines.append(f"  BLAS (matmul)  {b['library']} {b['version']}, {b['threads']} "
+                         f"threads  ({b['path']})")
+    f = cpu["fft"]
+    if f.get("library") is None:
+        lines.append(f"  FFT            unknown — {f.get('error')}")
+    else:
+        name = {"mkl": "MKL DFTI", "pocketfft": "pocketfft (SciPy's)"}.get(f["library"],
+                                                                            f["library"])
+        lines.append(f"  FFT            {name}, {f['threads']} threads"
+                     + (f"; MKL {f['mkl']}" if "mkl" in f else ""))
+        lines.append(f"  scipy.fft backend  {f['scipy_backend_numpy']}")
+    return lines
+
+
 def format_info(d: dict) -> str:
-    """Human-readable rendering of :func:`collect`'s result."""
+    """Human-readable rendering of :func:`collect`'s result.
+
+    Parameters
+    ----------
+    d : dict
+        What :func:`collect` returned.
+
+    Returns
+    -------
+    str
+        Several lines of text, one section per subject.
+    """
     lines = [f"cuweave {d['cuweave']}  (Python {d['python']}, {d['platform']})", ""]
     if d["cuda"]["usable"]:
         lines.append(f"CUDA driver {d['cuda']['driver_version']}")
@@ -143,6 +225,8 @@ def format_info(d: dict) -> str:
             lines.append(f"  {name:10s} found{ver}  ({e['path']})")
         else:
             lines.append(f"  {name:10s} missing — {e['error']}")
+    lines.append("")
+    lines.extend(_format_cpu(d["cpu"]))
     lines.append("")
     lines.append("Array packages and tools: " + ", ".join(
         f"{k} {v}" for k, v in d["packages"].items()))

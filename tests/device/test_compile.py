@@ -155,6 +155,7 @@ def test_source_includes_only_its_own_implementation(built, monkeypatch):
     assert set(contents) == {b"\n"}
 
 
+@pytest.mark.slow  # two more NVRTC compilations of a device FFT
 def test_missing_implementation_stops_the_compilation(built, monkeypatch):
     """Should a size need another file's functions, the first compilation fails (the generic
     function's static_assert) and the complete headers are used: the traits stay right."""
@@ -207,6 +208,7 @@ def _link_sm90(*objects):
     return True, ""
 
 
+@pytest.mark.slow  # three links; test_kernel_objects.py links device FFT kernels in the fast set
 def test_kernel_links_with_the_shared_twiddle_tables(built, monkeypatch):
     """A numba kernel calling fft.execute links for sm_90 with the FFT's code, which defines
     the twiddle tables with CUWEAVE_DX_EXTERN_TWIDDLES=0; by default the code declares them

@@ -304,6 +304,7 @@ def _nvjitlink(ir, linked, ptx):
     return out, symbols
 
 
+@pytest.mark.slow  # libmathdx's code generation and the link peak near 1.5 GB in the process
 def test_pointer_execute_links_for_sm90(mm_f32, link_sm90):
     from numba import cuda
     from numba.cuda import types
@@ -386,6 +387,7 @@ def test_tensor_api_links_for_sm90(mathdx, link_sm90):
     assert {"copy", "execute", "axpby", "zero"} <= kinds and len(cubin) > 1000
 
 
+@pytest.mark.slow  # another kernel linked; the pointer and tensor links run in the fast set
 def test_runtime_leading_dimension_and_literal_dims_in_kernels(mathdx, link_sm90):
     """nvmath's kernels pass a kernel variable as a global layout's leading dimension, and size
     shared arrays by ``MM.a_dim[::-1]`` (a compile-time tuple)."""
@@ -418,6 +420,7 @@ def test_runtime_leading_dimension_and_literal_dims_in_kernels(mathdx, link_sm90
     assert re.search(r"ld\.param\.u32\s+%r\d+, \[\S+_param_15\]", ptx)
 
 
+@pytest.mark.slow  # one libmathdx compilation of five functions and the link: 2 GB, 25 s
 def test_tensor_functions_inline_and_generate_in_one_compilation(mathdx, link_sm90,
                                                                  monkeypatch):
     """A kernel's tensor device functions are generated in one libmathdx compilation when it
@@ -697,16 +700,19 @@ def test_warm_kernels_knows_and_makes_pointer_executes(mathdx, monkeypatch, tmp_
     assert _blas_numba._execute_code(mm, True)["symbol"] == "execute_2" and len(made) == 2
 
 
-def test_integer_precisions(mathdx, link_sm90):
-    """nvmath-python 1.0's integer GEMMs: int8 A and B with an int32 C (traits on the CPU, the
-    pointer execute links for sm_90); complex integers do not exist in NumPy."""
-    from numba import cuda
-    from numba.cuda import types
-
+def _int8_matmul():
     from cuweave.device.matmul import Matmul
 
-    mm = Matmul((32, 32, 64), (np.int8, np.int8, np.int32), "real", sm=90, block_size=128,
-                arrangement=(ROW, COL, COL))
+    return Matmul((32, 32, 64), (np.int8, np.int8, np.int32), "real", sm=90, block_size=128,
+                  arrangement=(ROW, COL, COL))
+
+
+def test_integer_precisions(mathdx):
+    """nvmath-python 1.0's integer GEMMs: int8 A and B with an int32 C (traits on the CPU);
+    complex integers do not exist in NumPy."""
+    from cuweave.device.matmul import Matmul
+
+    mm = _int8_matmul()
     assert (mm.a_value_type, mm.b_value_type, mm.c_value_type) == (np.int8, np.int8, np.int32)
     assert tuple(mm.alignment) == (1, 1, 4)
     assert mm.get_shared_storage_size() == 32 * 64 + 64 * 32 + 4 * 32 * 32
@@ -714,6 +720,15 @@ def test_integer_precisions(mathdx, link_sm90):
         Matmul((32, 32, 64), np.int8, "complex", sm=90, arrangement=(ROW, COL, COL))
     with pytest.raises(InvalidOptionError, match="precision.a must be one of"):
         Matmul((32, 32, 64), np.bool_, "real", sm=90, arrangement=(ROW, COL, COL))
+
+
+@pytest.mark.slow  # a third libmathdx code generation and link (the float ones run fast)
+def test_integer_pointer_execute_links_for_sm90(mathdx, link_sm90):
+    """The int8 x int8 -> int32 pointer execute links for sm_90."""
+    from numba import cuda
+    from numba.cuda import types
+
+    mm = _int8_matmul()
 
     def kernel(a, b, c):
         sa = cuda.shared.array(32 * 64, dtype=np.int8)
@@ -751,11 +766,18 @@ _DERIVED = [
 ]
 
 
-@pytest.mark.parametrize("knobs", _DERIVED, ids=range(len(_DERIVED)))
+# each configuration costs a libmathdx traits compilation: the fast set keeps a real one, a
+# complex one with alignments and an integer one; the others run with -m slow
+_DERIVED_FAST = (0, 3, 6)
+
+
+@pytest.mark.parametrize("knobs", [
+    pytest.param(k, id=str(i), marks=() if i in _DERIVED_FAST else pytest.mark.slow)
+    for i, k in enumerate(_DERIVED)])
 def test_derived_traits_equal_libmathdx(mathdx, knobs):
     """Configurations with a given block dimension skip libmathdx's traits compilation
     (cuBLASDx's defaults computed here): they must equal what libmathdx reports."""
-    from cuweave.device.matmul import _derived
+    from cuweave.device.matmul import _derived, _resolve
 
     knobs = dict(knobs)
     with warnings.catch_warnings():
@@ -763,8 +785,9 @@ def test_derived_traits_equal_libmathdx(mathdx, knobs):
         spec = MatmulSpec.from_knobs(knobs.pop("size"), knobs.pop("precision"),
                                      knobs.pop("data_type", "real"), sm=90, **knobs)
     derived = _derived(spec)
-    bd, ld = spec.block_dim, spec.leading_dimension
-    reported = mathdx.traits(spec, bd, ld if isinstance(ld, tuple) else None)
+    # libmathdx's traits of the same block dimension and leading dimensions, through the disk
+    # cache (test_traits_without_gpu asked for configuration 0's already)
+    reported = _resolve(spec)
     for name, value in derived.items():
         if name == "arrangement" and spec.arrangement is None:
             continue  # transpose_mode: the data is column-major as given (storage_orders)

@@ -15,6 +15,7 @@ import pytest
 
 from cuweave._internal.errors import InvalidOperandError, InvalidOptionError
 from cuweave.device._blas_options import MatmulSpec
+from tests.device._prefill import in_a_fresh_process, pipeline_traits
 from tests.device.test_matmul import link_sm90, mathdx  # noqa: F401 - fixtures
 
 ROW, COL = "row_major", "col_major"
@@ -113,17 +114,19 @@ def test_get_version_ex(mathdx):  # noqa: F811 - fixture
     assert bindings_mathdx.get_version() == mathdx.versions()["libmathdx"]
 
 
-def _info(mm, shape_a, strides_a, shape_b, strides_b, depth=2):
+def _info(mm, shape_a, strides_a, shape_b, strides_b, depth=2, knobs=None):
     from cuweave.device import _blas_pipeline as bp
 
-    config = bp.PipelineConfig(mm._resolved, depth, ("float16", shape_a, strides_a),
-                               ("float16", shape_b, strides_b))
+    a, b = ("float16", shape_a, strides_a), ("float16", shape_b, strides_b)
+    config = bp.PipelineConfig(mm._resolved, depth, a, b)
+    if knobs is not None:  # libmathdx's compilation (1.5 GB) in a fresh process, for the cache
+        in_a_fresh_process(pipeline_traits, knobs, depth, a, b)
     return bp.PipelineInfo(mm, config, bp.pipeline_traits(mm._resolved, config))
 
 
 def test_pipeline_traits(mm_pipe):
     m = n = k = 1024
-    info = _info(mm_pipe, (m, k), (k, 1), (k, n), (1, k))
+    info = _info(mm_pipe, (m, k), (k, 1), (k, n), (1, k), knobs=_knobs())
     dev, tile = info.traits["device"], info.traits["tile"]
     assert dev["block_dim"] == [128, 1, 1]
     stage = (128 * 32 + 32 * 128) * 2

@@ -96,10 +96,11 @@ def test_autocast_disabled_region_and_compile():
 def test_first_bias_gradient_from_either_product(monkeypatch, where, act):
     monkeypatch.setattr(_ops, "FIRST_BIAS_GRAD", where)
     torch.manual_seed(3)
-    x = torch.randn(2, 7, 16, dtype=torch.float64, requires_grad=True)
-    w1, w2 = (torch.randn(24, 16, dtype=torch.float64) / 4).requires_grad_(), \
-        (torch.randn(10, 24, dtype=torch.float64) / 4).requires_grad_()
-    b1, b2 = (torch.randn(n, dtype=torch.float64, requires_grad=True) for n in (24, 10))
+    # small: gradcheck runs the block twice per input element
+    x = torch.randn(2, 3, 10, dtype=torch.float64, requires_grad=True)
+    w1, w2 = (torch.randn(12, 10, dtype=torch.float64) / 4).requires_grad_(), \
+        (torch.randn(6, 12, dtype=torch.float64) / 4).requires_grad_()
+    b1, b2 = (torch.randn(n, dtype=torch.float64, requires_grad=True) for n in (12, 6))
     assert torch.autograd.gradcheck(
         lambda x, w1, b1, w2, b2: fused_mlp(x, w1, b1, w2, b2, act), (x, w1, b1, w2, b2))
     w1.requires_grad_(False)  # the bias gradient without the weight gradient's product

@@ -18,6 +18,7 @@ __all__ = ["load_library", "library_path", "untyped", "EXTRA_FOR_LIBRARY"]
 EXTRA_FOR_LIBRARY = {
     "cublasLt": "cu13",
     "cublas": "cu13",
+    "cusolver": "cusolver",
     "cufft": "cu13",
     "cudart": "cu13",
     "nvrtc": "cu13",

@@ -1,4 +1,5 @@
-"""nvmath-python's ``nvmath.bindings`` names that cuweave's examples use: :mod:`.mathdx`.
+"""nvmath-python's ``nvmath.bindings`` names that programs use: :mod:`.mathdx`, and the error
+classes of :mod:`.cublasLt` and :mod:`.cufft` (cuweave's library errors).
 
 Submodules load their library on first use, never on import."""
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["mathdx"]
+__all__ = ["mathdx", "cublasLt", "cufft"]
 
 
 def __getattr__(name):

@@ -1,5 +1,5 @@
 """Device-side math inside numba ``@cuda.jit`` kernels: cuFFTDx and cuRAND (NVRTC), cuBLASDx
-(libmathdx).
+and cuSOLVERDx (libmathdx).
 
 ``import cuweave.device`` imports neither numba nor any CUDA library: numba is imported when an
 :class:`FFT` is built, a vector type (``float32x2``, ...) or :mod:`~cuweave.device.random` is
@@ -36,6 +36,11 @@ _LAZY = {
                                     "copy_wait", "OpaqueTensorType")},
     **{n: "._blas_fragments" for n in ("make_fragment_like", "AccumulatorType")},
     **{n: "._streaming" for n in ("ldcs", "stcs")},  # streaming complex/vector accesses
+    # cuSOLVERDx device solvers (nvmath.device's names; no library is loaded until one is built)
+    **{n: ".cusolverdx" for n in ("Solver", "CholeskySolver", "LUSolver", "LUPivotSolver",
+                                   "TriangularSolver", "QRFactorize", "LQFactorize",
+                                   "QRMultiply", "LQMultiply", "LeastSquaresSolver",
+                                   "compile_solver_execute")},
     "OpaqueTensor": "._blas_numba",   # nvmath-python's names of the numba types
     "Accumulator": "._blas_fragments",
     "DevicePipeline": "._blas_pipeline",
@@ -48,7 +53,7 @@ _ALIASES = {"OpaqueTensor": "OpaqueTensorType", "Accumulator": "AccumulatorType"
 #: register their numba overloads with the tensor ones
 _WITH = {"._blas_numba": "._blas_fragments"}
 _SUBMODULES = ("types", "random", "random_helpers", "common_cuda", "common", "cublasdx",
-               "cublasdx_backend", "cublasdx_numba")
+               "cublasdx_backend", "cublasdx_numba", "cusolverdx")
 
 __all__ = [
     "FFT",

@@ -125,7 +125,20 @@ def _empty_fragment(layout: Layout):
 
 
 def make_fragment_like(tensor, dtype):
-    """Inside kernels: a new register fragment with ``tensor``'s partition over ``dtype``."""
+    """Inside kernels: a new register fragment with ``tensor``'s partition over ``dtype``.
+
+    Parameters
+    ----------
+    tensor : opaque tensor
+        A register fragment (an accumulator's results, say).
+    dtype : NumPy number type
+        The new fragment's element type.
+
+    Returns
+    -------
+    OpaqueTensorType
+        An uninitialized register fragment.
+    """
     raise RuntimeError("make_fragment_like runs inside @cuda.jit kernels only")
 
 
@@ -147,7 +160,15 @@ def _ol_make_fragment_like(tensor, dtype):
 
 class AccumulatorType(OpaqueTensorType):
     """numba type of ``MM.suggest_accumulator()`` / ``MM.get_accumulator()``: a stateful
-    register accumulator with the partitioner queries of cuBLASDx."""
+    register accumulator with the partitioner queries of cuBLASDx.
+
+    Parameters
+    ----------
+    mm : Matmul
+        The GEMM the accumulator belongs to.
+    suggested : bool
+        cuBLASDx's suggested partition (``suggest_accumulator``), else the default one.
+    """
 
     def __init__(self, mm, suggested: bool):
         self.suggested = suggested

@@ -32,7 +32,22 @@ _LAYOUTS = {
 class Layout(KernelObject):
     """Layout of an opaque cuBLASDx tensor (``MM.suggest_layout_smem_a()``, ...): the numbers
     a buffer needs (``size``, ``cosize``, ``alignment``) and, inside kernels, the argument of
-    :func:`cuweave.device.make_tensor`."""
+    :func:`cuweave.device.make_tensor`.
+
+    Made by the :class:`Matmul`'s layout methods (``get_layout_gmem_a()``,
+    ``suggest_layout_smem_b()``, ...), not directly.
+
+    Parameters
+    ----------
+    mm : Matmul
+        The GEMM whose operand is laid out.
+    method : str
+        The layout method's name (``'suggest_layout_smem_a'``, ...).
+    leading_dimension : int, optional
+        Global-memory layouts only: the leading dimension (default: the operand's).
+    dtype : numpy dtype, optional
+        Element type when it differs from the operand's (see :meth:`like`).
+    """
 
     __slots__ = ("_mm", "_method", "_ld", "_info", "_dtype")
 
@@ -64,24 +79,38 @@ class Layout(KernelObject):
         return getattr(self._mm, f"{self.operand}_value_type")
 
     def like(self, dtype) -> Layout:
-        """The same layout (partition) over elements of ``dtype``."""
+        """The same layout (partition) over elements of another type.
+
+        Parameters
+        ----------
+        dtype : numpy dtype
+            float16/32/64, complex64/128 or a (u)int8-64 type.
+
+        Returns
+        -------
+        Layout
+        """
         return Layout(self._mm, self._method, self._ld, dtype)
 
     # ----- description ------------------------------------------------------------------------
     @property
     def MM(self):  # noqa: N802 - nvmath's name
+        """The :class:`Matmul` this layout belongs to."""
         return self._mm
 
     @property
     def operand(self) -> str:
+        """Which operand it lays out: ``'a'``, ``'b'`` or ``'c'``."""
         return _LAYOUTS[self._method][1]
 
     @property
     def memory_space(self) -> str:
+        """Where the tensor lives: ``'gmem'``, ``'smem'`` or ``'rmem'`` (registers)."""
         return _LAYOUTS[self._method][2]
 
     @property
     def tensor_kind(self) -> str:
+        """cuBLASDx's kind of layout: ``'gmem'``, ``'smem'`` or ``'suggested_smem'``, ..."""
         return _LAYOUTS[self._method][0]
 
     @property

@@ -31,7 +31,7 @@ from ._blas_options import (
 
 __all__ = ["MathdxError", "library", "versions", "traits", "compile_execute",
            "TensorKind", "FunctionKind", "compile_functions", "tensor_traits",
-           "shim_source", "compile_shims"]
+           "shim_source", "compile_shims", "lock", "call", "new_code", "code_ltoir"]
 
 _ll = ctypes.c_longlong
 _size_t = ctypes.c_size_t
@@ -481,3 +481,8 @@ def _function_symbol(f) -> str:
     buf = ctypes.create_string_buffer(size.value)
     _call("cublasdxGetDeviceFunctionTraitStr", f, _DEVICE_FUNCTION_TRAIT_SYMBOL, size, buf)
     return buf.value.decode()
+
+
+# Shared with the cuSOLVERDx binding (:mod:`._solver_mathdx`): one library, one lock (libmathdx
+# does not document thread safety), one error path and one code object for both generators.
+lock, call, new_code, code_ltoir = _lock, _call, _code, _ltoir

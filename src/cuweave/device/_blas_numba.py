@@ -45,7 +45,13 @@ def numba_dtype(value_type):
 
 
 class OpaqueTensorType(types.Type):
-    """numba type of an opaque cuBLASDx tensor: a buffer viewed through a :class:`Layout`."""
+    """numba type of an opaque cuBLASDx tensor: a buffer viewed through a :class:`Layout`.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout the buffer is viewed through (its element type is the tensor's).
+    """
 
     def __init__(self, layout: Layout):
         self.layout = layout
@@ -54,6 +60,7 @@ class OpaqueTensorType(types.Type):
 
     @property
     def gmem(self) -> bool:
+        """Whether the tensor is in global memory (it then carries a leading dimension)."""
         return self.layout.memory_space == "gmem"
 
 
@@ -505,9 +512,23 @@ def _leading_dimension(context, builder, layout: Layout, arrty, ary):
 
 
 def make_tensor(array, layout):
-    """Inside kernels: an opaque tensor viewing ``array`` through ``layout`` (from
-    ``MM.get_layout_gmem_a()``, ``MM.suggest_layout_smem_a()``, ...). A 2-D global array's
-    leading dimension comes from its strides unless the layout fixes one."""
+    """Inside kernels: an opaque tensor viewing ``array`` through ``layout``.
+
+    Parameters
+    ----------
+    array : device array
+        A global-memory array, or a shared-memory buffer (a 1-D ``cuda.shared.array``
+        slice). A 2-D global array's leading dimension comes from its strides unless the
+        layout fixes one.
+    layout : Layout
+        From ``MM.get_layout_gmem_a()``, ``MM.suggest_layout_smem_a()``, ...
+
+    Returns
+    -------
+    OpaqueTensorType
+        The tensor, an argument of ``MM.execute``, :func:`copy` and the other tensor
+        functions.
+    """
     raise RuntimeError("make_tensor runs inside @cuda.jit kernels only")
 
 
@@ -566,14 +587,32 @@ def _alignment_value(alignment):
 
 
 def copy(src, dst, alignment=None):
-    """Inside kernels: block-wide copy between a global tile and shared memory (may be
-    asynchronous: call :func:`copy_wait` before reading ``dst``). ``alignment`` (bytes, a
-    constant) lets the copy assume that both ends are that aligned (vectorized accesses)."""
+    """Inside kernels: block-wide copy between a global tile and shared memory.
+
+    The copy may be asynchronous: call :func:`copy_wait` before reading ``dst``.
+
+    Parameters
+    ----------
+    src, dst : opaque tensors
+        From :func:`make_tensor`: one in global memory, the other in shared memory.
+    alignment : int, optional
+        Bytes, a power of two known at compile time: lets the copy assume that both ends are
+        that aligned (vectorized accesses). Default: the element size.
+    """
     raise RuntimeError("copy runs inside @cuda.jit kernels only")
 
 
 def copy_fragment(src, dst, alignment=None):
-    """Inside kernels: per-thread copy between a register fragment and global/shared memory."""
+    """Inside kernels: per-thread copy between a register fragment and global/shared memory.
+
+    Parameters
+    ----------
+    src, dst : opaque tensors
+        A register fragment (an accumulator's results, :func:`make_fragment_like`) and a
+        global- or shared-memory tensor, either way round.
+    alignment : int, optional
+        Bytes, a power of two known at compile time, as in :func:`copy`.
+    """
     raise RuntimeError("copy_fragment runs inside @cuda.jit kernels only")
 
 
@@ -611,7 +650,13 @@ def _clear(typingctx, tensor):
 
 
 def clear(tensor):
-    """Inside kernels: zero a register fragment."""
+    """Inside kernels: zero a register fragment.
+
+    Parameters
+    ----------
+    tensor : opaque tensor
+        A register fragment.
+    """
     raise RuntimeError("clear runs inside @cuda.jit kernels only")
 
 
@@ -640,7 +685,17 @@ def _axpby(typingctx, alpha, x, beta, y):
 
 
 def axpby(alpha, x, beta, y):
-    """Inside kernels: ``y = alpha * x + beta * y`` on register fragments."""
+    """Inside kernels: ``y = alpha * x + beta * y`` on register fragments.
+
+    Parameters
+    ----------
+    alpha, beta : scalars
+        The factors.
+    x : opaque tensor
+        A register fragment (read).
+    y : opaque tensor
+        A register fragment of the same partition (updated).
+    """
     raise RuntimeError("axpby runs inside @cuda.jit kernels only")
 
 

@@ -527,13 +527,33 @@ class DevicePipeline:
         return int(self._storage.handle)
 
     def get_tile(self, smem, blockIdx_x, blockIdx_y):  # noqa: N803 - nvmath's names
-        """Inside kernels: a :class:`TilePipeline` over the shared-memory buffer ``smem`` for
-        the tile at ``(blockIdx_x, blockIdx_y)`` (ints, or ``(tile, batch)`` tuples for
-        batched operands)."""
+        """Inside kernels: a :class:`TilePipeline` for one tile of the result.
+
+        Parameters
+        ----------
+        smem : shared array
+            The shared-memory buffer of the stages (``buffer_size`` bytes, aligned to
+            ``buffer_alignment``).
+        blockIdx_x, blockIdx_y : int or (int, int)
+            The tile's row and column (ints, or ``(tile, batch)`` tuples for batched
+            operands).
+
+        Returns
+        -------
+        TilePipeline
+        """
         raise RuntimeError("get_tile is a device function: call it inside a @cuda.jit kernel")
 
     def reset_tile(self, tile_pipeline, idx, idy):
-        """Inside kernels: point ``tile_pipeline`` at another tile (same forms as get_tile)."""
+        """Inside kernels: point a tile pipeline at another tile.
+
+        Parameters
+        ----------
+        tile_pipeline : TilePipeline
+            From :meth:`get_tile`.
+        idx, idy : int or (int, int)
+            The new tile's row and column, in :meth:`get_tile`'s forms.
+        """
         raise RuntimeError("reset_tile is a device function: call it inside a @cuda.jit "
                            "kernel")
 
@@ -544,7 +564,13 @@ class DevicePipeline:
 
 class TilePipeline:
     """A tile pipeline (created inside kernels by ``DevicePipeline.get_tile``); on the host it
-    answers its traits."""
+    answers its traits.
+
+    Parameters
+    ----------
+    device_pipeline : DevicePipeline
+        The device pipeline it takes its tiles from.
+    """
 
     def __init__(self, device_pipeline: DevicePipeline):
         self.device_pipeline = device_pipeline
@@ -557,7 +583,13 @@ class TilePipeline:
         doc="Alignment in bytes of that state.")
 
     def execute(self, accumulator):
-        """Inside kernels: accumulate this tile's ``A B`` into ``accumulator``."""
+        """Inside kernels: accumulate this tile's ``A B`` into ``accumulator``.
+
+        Parameters
+        ----------
+        accumulator : accumulator
+            ``MM.suggest_accumulator()`` of the pipelined GEMM.
+        """
         raise RuntimeError("execute is a device function: call it inside a @cuda.jit kernel")
 
     def _del(self):

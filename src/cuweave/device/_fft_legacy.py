@@ -83,15 +83,32 @@ class FFTOptions:
 
     @property
     def code_type(self):
+        """The ``code_type`` given (``None``: the current device's)."""
         return self._code_type
 
     def valid(self, *knobs):
-        """Valid values of ``'elements_per_thread'`` and/or ``'ffts_per_block'``."""
+        """Valid values of the open knobs, as an iterator of tuples (one value per knob).
+
+        Parameters
+        ----------
+        *knobs : str
+            ``'elements_per_thread'`` and/or ``'ffts_per_block'``.
+        """
         return self._base.valid(*knobs)
 
     def create(self, **changes):
-        """The :class:`~cuweave.device.FFT` with ``changes`` applied (``compiler``,
-        ``code_type`` and ``execute_api`` as for :func:`fft`)."""
+        """The :class:`~cuweave.device.FFT` of this description with changes applied.
+
+        Parameters
+        ----------
+        **changes
+            Knobs to set or replace (``elements_per_thread=8``, ...); ``compiler``,
+            ``code_type`` and ``execute_api`` as for :func:`fft`.
+
+        Returns
+        -------
+        cuweave.device.FFT
+        """
         knobs = {**self._knobs, **changes}
         if "code_type" in changes and "sm" not in changes:
             knobs.pop("sm", None)  # the new code_type decides

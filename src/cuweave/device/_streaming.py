@@ -39,14 +39,37 @@ _F32, _F64 = ir.FloatType(), ir.DoubleType()
 def ldcs(array, index):
     """``ldcs(array, index)`` inside a numba CUDA kernel: element ``index`` of a global-memory
     ``array`` read with one streaming (``ld.global.cs``) access of the element's full width
-    (``complex64``: ``.v2.f32``, ``float32x4``: ``.v4.f32``, ``complex128``: ``.v2.f64``)."""
+    (``complex64``: ``.v2.f32``, ``float32x4``: ``.v4.f32``, ``complex128``: ``.v2.f64``).
+
+    Parameters
+    ----------
+    array : device array
+        In global memory.
+    index : int or tuple of int
+        The element's index (one integer per dimension).
+
+    Returns
+    -------
+    scalar or vector
+        The element, of the array's element type.
+    """
     raise TypeError("cuweave.device.ldcs is called inside numba CUDA kernels only")
 
 
 def stcs(array, index, value):
     """``stcs(array, index, value)`` inside a numba CUDA kernel: ``value`` (converted to the
     array's element type) written to element ``index`` of a global-memory ``array`` with one
-    streaming (``st.global.cs``) access of the element's full width."""
+    streaming (``st.global.cs``) access of the element's full width.
+
+    Parameters
+    ----------
+    array : device array
+        In global memory.
+    index : int or tuple of int
+        The element's index (one integer per dimension).
+    value : scalar or vector
+        What is written (converted to the array's element type).
+    """
     raise TypeError("cuweave.device.stcs is called inside numba CUDA kernels only")
 
 

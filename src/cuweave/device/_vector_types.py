@@ -37,7 +37,15 @@ _FIELDS = ("x", "y", "z", "w")
 
 
 class VectorType(types.Number):
-    """numba type of a short vector of ``count`` ``scalar`` values."""
+    """numba type of a short vector of ``count`` ``scalar`` values.
+
+    Parameters
+    ----------
+    scalar : numba number type
+        The components' type.
+    count : int
+        The number of components (2 or 4).
+    """
 
     def __init__(self, scalar, count):
         self.dtype = scalar
@@ -97,9 +105,15 @@ def _make(scalar, count):
         raise TypeError(f"{ty.name} values are built inside numba CUDA kernels only")
 
     constructor.__name__ = constructor.__qualname__ = f"{scalar.name}x{count}"
-    constructor.__doc__ = (f"``{scalar.name}x{count}({', '.join(fields)})`` inside a numba "
-                           "kernel builds a vector" + (" (or from one complex value)."
-                                                      if ty.complex_like else "."))
+    complex_note = ("; ``x`` alone may be a complex number (its real and imaginary parts)"
+                    if ty.complex_like else "")
+    unused = "".join(f"\n{f} : None\n    Not taken by a {count}-wide vector."
+                     for f in _FIELDS[count:])
+    constructor.__doc__ = (
+        f"``{scalar.name}x{count}({', '.join(fields)})`` inside a numba kernel builds a "
+        f"vector" + (" (or from one complex value)." if ty.complex_like else ".") +
+        f"\n\nParameters\n----------\n{', '.join(fields)} : numbers\n    The components "
+        f"(converted to {scalar.name}){complex_note}." + unused + "\n")
 
     @type_callable(constructor)
     def _type_ctor(context):

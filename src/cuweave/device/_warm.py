@@ -19,26 +19,44 @@ def warm_cache(configs, max_workers=None) -> list:
     """Build several device objects at once, generating the code of those missing from the
     disk cache in parallel processes; returns them in order.
 
-    ``configs`` is an iterable of keyword dicts: one with ``fft_type`` builds an
-    :class:`~cuweave.device.FFT`, one whose ``size`` is ``(m, n, k)`` a
-    :class:`~cuweave.device.Matmul`. Invalid knobs raise before any code is generated.
+    Parameters
+    ----------
+    configs : iterable of dict
+        Keyword arguments, one dict per object: one with ``fft_type`` builds an
+        :class:`~cuweave.device.FFT`, one naming a cuSOLVERDx ``function`` a
+        :class:`~cuweave.device.Solver`, one with ``solver=`` (a class such as
+        :class:`~cuweave.device.CholeskySolver`, or its name) that class, one whose ``size`` is
+        ``(m, n, k)`` a :class:`~cuweave.device.Matmul`. Invalid knobs raise before any code is
+        generated.
+    max_workers : int, optional
+        Worker processes (default: one per core).
+
+    Returns
+    -------
+    list
+        The objects, in the order of ``configs``.
     """
     from .._internal.errors import InvalidOptionError
+    from .cusolverdx import is_solver_config, warm_solver_cache
     from .fft import warm_fft_cache
     from .matmul import warm_matmul_cache
 
     configs = [dict(c) for c in configs]
     kinds = []
     for i, kw in enumerate(configs):
-        if "fft_type" in kw:
+        if is_solver_config(kw):
+            kinds.append("solver")
+        elif "fft_type" in kw:
             kinds.append("fft")
         elif isinstance(kw.get("size"), tuple | list) and len(kw["size"]) == 3:
             kinds.append("matmul")
         else:
-            raise InvalidOptionError(f"configs[{i}] must hold fft_type (an FFT) or size=(m, n, "
-                                     f"k) (a Matmul), got {kw!r}")
+            raise InvalidOptionError(f"configs[{i}] must hold fft_type (an FFT), size=(m, n, "
+                                     f"k) (a Matmul), or function or solver (a solver), "
+                                     f"got {kw!r}")
     built = {}
-    for kind, warm in (("fft", warm_fft_cache), ("matmul", warm_matmul_cache)):
+    for kind, warm in (("fft", warm_fft_cache), ("matmul", warm_matmul_cache),
+                       ("solver", warm_solver_cache)):
         mine = [c for c, k in zip(configs, kinds) if k == kind]
         built[kind] = iter(warm(mine, max_workers) if mine else ())
     return [next(built[k]) for k in kinds]

@@ -1,5 +1,5 @@
 """nvmath-python's ``nvmath.device.cublasdx_numba`` names: ``pipeline_extensions`` and the numba
-side of cuBLASDx pipelines (:mod:`._blas_pipeline` is the host side).
+side of cuBLASDx pipelines (``cuweave.device._blas_pipeline`` is the host side).
 
 * A :class:`~cuweave.device.cublasdx.DevicePipeline` kernel argument is typed by its
   configuration (traits are compile-time constants: ``device_pipeline.buffer_alignment`` can
@@ -42,7 +42,13 @@ _FRAME = {"inline": "always"}   # state buffers are allocas of the calling kerne
 
 
 class DevicePipelineType(types.Type):
-    """numba type of a DevicePipeline argument (one type per pipeline configuration)."""
+    """numba type of a DevicePipeline argument (one type per pipeline configuration).
+
+    Parameters
+    ----------
+    info : PipelineInfo
+        The pipeline's configuration and traits.
+    """
 
     def __init__(self, info: PipelineInfo):
         self.info = info
@@ -51,7 +57,13 @@ class DevicePipelineType(types.Type):
 
 
 class TilePipelineType(types.Type):
-    """numba type of a tile pipeline inside a kernel."""
+    """numba type of a tile pipeline inside a kernel.
+
+    Parameters
+    ----------
+    info : PipelineInfo
+        The configuration and traits of the device pipeline it comes from.
+    """
 
     def __init__(self, info: PipelineInfo):
         self.info = info
@@ -59,7 +71,15 @@ class TilePipelineType(types.Type):
 
 
 class PipelineAccumulatorType(AccumulatorType):
-    """``MM.suggest_accumulator()`` of a pipelined GEMM (see the module notes)."""
+    """``MM.suggest_accumulator()`` of a pipelined GEMM (see the module notes).
+
+    Parameters
+    ----------
+    mm : Matmul
+        The pipelined GEMM.
+    suggested : bool
+        cuBLASDx's suggested partition (the only one pipelines take).
+    """
 
 
 for _cls in (DevicePipelineType, TilePipelineType):

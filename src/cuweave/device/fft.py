@@ -206,10 +206,12 @@ class FFT(KernelObject):
     # ----- knobs ------------------------------------------------------------------------------
     @property
     def fft_type(self) -> str:
+        """``'c2c'``, ``'r2c'`` or ``'c2r'``."""
         return self._spec.fft_type.name
 
     @property
     def size(self) -> int:
+        """The length of one FFT."""
         return self._spec.size
 
     @property
@@ -219,10 +221,12 @@ class FFT(KernelObject):
 
     @property
     def direction(self) -> str:
+        """``'forward'`` or ``'inverse'``."""
         return self._spec.direction.name
 
     @property
     def execution(self) -> str:
+        """``'Block'`` (a thread block computes the FFTs) or ``'Thread'`` (each thread one)."""
         return self._spec.execution.name
 
     @property
@@ -232,6 +236,7 @@ class FFT(KernelObject):
 
     @property
     def real_fft_options(self) -> dict | None:
+        """``{'complex_layout': ..., 'real_mode': ...}`` of a real FFT, ``None`` for c2c."""
         if self._spec.fft_type is FFTType.c2c:
             return None
         return {"complex_layout": self._spec.complex_layout.name,
@@ -305,10 +310,12 @@ class FFT(KernelObject):
 
     @property
     def requires_workspace(self) -> bool:
+        """Whether cuFFTDx needs a global workspace (never: such sizes are refused)."""
         return bool(self._traits["requires_workspace"])
 
     @property
     def workspace_size(self) -> int:
+        """Bytes of global workspace the FFT needs: 0 (sizes needing one are refused)."""
         return 0
 
     @property
@@ -347,6 +354,11 @@ class FFT(KernelObject):
         """Valid values of ``'elements_per_thread'`` and/or ``'ffts_per_block'``, as
         nvmath-python gives them: a sorted list of tuples, one value per knob asked, in that
         order (``valid("elements_per_thread")`` gives 1-tuples).
+
+        Parameters
+        ----------
+        *knobs : str
+            ``'elements_per_thread'`` and/or ``'ffts_per_block'``.
 
         Block execution lists the combinations cuFFTDx's database holds a tuned implementation
         of for this FFT (read from the database's records: nothing is compiled), restricted to
@@ -398,7 +410,28 @@ class FFT(KernelObject):
 
 def valid_sizes(fft_type="c2c", precision=np.float32, execution="Block", *, sm=None,
                 real_fft_options=None) -> list[int]:
-    """Sizes a device FFT of this kind supports (without a Bluestein workspace)."""
+    """Sizes a device FFT of this kind supports (without a Bluestein workspace).
+
+    Parameters
+    ----------
+    fft_type : {'c2c', 'r2c', 'c2r'}
+        The kind of transform.
+    precision : numpy.float16, numpy.float32 or numpy.float64
+        The real precision.
+    execution : {'Block', 'Thread'}
+        Who computes one FFT: a thread block or a single thread.
+    sm : int, optional
+        Target architecture as cuFFTDx's SM value (900 for 9.0); default: the current
+        device's.
+    real_fft_options : dict, optional
+        ``{'complex_layout': ..., 'real_mode': ...}`` of real FFTs (the folded real mode
+        doubles the sizes).
+
+    Returns
+    -------
+    list of int
+        The sizes, ascending.
+    """
     probe = FFTSpec.from_knobs(fft_type, 2 if not real_fft_options else 4, precision, None,
                                execution, sm=default_sm() if sm is None else sm,
                                real_fft_options=real_fft_options)
@@ -423,8 +456,20 @@ def _compile_worker(spec: FFTSpec) -> str | None:
 
 
 def warm_fft_cache(configs, max_workers=None) -> list[FFT]:
-    """Build several FFTs at once (see :func:`cuweave.device.warm_cache`); returns them in
-    order."""
+    """Build several FFTs at once (see :func:`cuweave.device.warm_cache`).
+
+    Parameters
+    ----------
+    configs : iterable of dict
+        :class:`FFT`'s keyword arguments, one dict per FFT.
+    max_workers : int, optional
+        Worker processes generating the missing code (default: one per core).
+
+    Returns
+    -------
+    list of FFT
+        The FFTs, in the order of ``configs``.
+    """
     configs = with_sm(configs)
     specs = [FFTSpec.from_knobs(**kw) for kw in configs]
     if not configs:

@@ -12,11 +12,11 @@ Where the time goes (CPU seconds there, one new 24x40x28 fp32 configuration): li
 traits are one NVRTC compilation (~3.8 s) and the execute's LTO-IR another (~6.7 s). Asking
 for libmathdx's name of the generated function costs a third compilation, so the symbol is
 ours; a description with a given block dimension takes its traits from cuBLASDx's defaults
-(:func:`_derived`, compared with libmathdx's in the tests) and compiles only its code. Every
+(``_derived``, compared with libmathdx's in the tests) and compiles only its code. Every
 configuration is cached on disk (traits, layout traits and each generated device function), so
 a configuration seen before builds in milliseconds, and traits never need a GPU.
 :func:`~cuweave.device.warm_cache` compiles many configurations in parallel processes, and
-:func:`cuweave.device._warm.warm_kernels` every device function a set of kernels calls.
+``cuweave.device._warm.warm_kernels`` every device function a set of kernels calls.
 
 A kernel (nvmath-python 1.0's surface; only the import changes)::
 
@@ -87,8 +87,16 @@ class SharedStorageCalc:
         self._memory = 0
 
     def add(self, *args) -> None:
-        """``add(alignment, size_bytes)``, ``add(alignment, elem_size, count)`` or
-        ``add(alignment, elem_size, layout)``."""
+        """Add one aligned part: ``add(alignment, size_bytes)``,
+        ``add(alignment, elem_size, count)`` or ``add(alignment, elem_size, layout)``.
+
+        Parameters
+        ----------
+        *args
+            ``alignment`` (bytes, a positive int) and either the part's size in bytes, or the
+            size of one element in bytes and the number of elements (an int, or a
+            :class:`Layout` whose ``cosize`` is taken).
+        """
         if len(args) == 2:
             alignment, nbytes = args
         elif len(args) == 3:
@@ -260,44 +268,56 @@ class Matmul(KernelObject):
 
     @property
     def size(self) -> tuple:
+        """The problem size ``(m, n, k)``."""
         return self._spec.size
 
     @property
     def precision(self) -> Precision:
+        """The precisions of A, B and C (NumPy types)."""
         return Precision(*(np.dtype(p).type for p in self._spec.precision))
 
     @property
     def data_type(self) -> str:
+        """``'real'`` or ``'complex'``."""
         return self._spec.data_type
 
     @property
     def execution(self) -> str:
+        """``'Block'``: the GEMM is computed by one thread block."""
         return self._spec.execution
 
     @property
     def function(self) -> str:
+        """``'MM'``: matrix multiplication."""
         return self._spec.function
 
     @property
     def sm(self) -> ComputeCapability:
+        """The target architecture the code is generated for."""
         return ComputeCapability(self._spec.sm // 100, (self._spec.sm // 10) % 10)
 
     @property
     def arrangement(self) -> Arrangement | None:
+        """Row- or column-major order of A, B and C in shared memory (``None`` when
+        ``transpose_mode`` was given)."""
         return self._spec.arrangement
 
     @property
     def transpose_mode(self) -> TransposeMode | None:
+        """The deprecated ``transpose_mode`` given, else ``None`` (warns ``DeprecationWarning``)."""
         warnings.warn("transpose_mode is deprecated; use arrangement instead",
                       DeprecationWarning, stacklevel=2)
         return self._spec.transpose_mode
 
     @property
     def alignment(self) -> Alignment:
+        """Byte alignment of A, B and C in shared memory."""
         return Alignment(*self._traits["alignment"])
 
     @property
     def static_block_dim(self) -> bool:
+        """Whether the kernel is launched with exactly ``block_dim`` (lets cuBLASDx
+        specialize the code)."""
         return self._spec.static_block_dim
 
     @property
@@ -307,14 +327,26 @@ class Matmul(KernelObject):
 
     @property
     def enable_input_streaming(self) -> bool:
+        """Whether cuBLASDx's input streaming is on (pipelined GEMMs)."""
         return self._spec.enable_input_streaming
 
     def suggest_device_pipeline(self, pipeline_depth, a, b):
-        """A :class:`~cuweave.device.cublasdx.DevicePipeline` streaming tiles of the device
-        arrays ``a`` (m x k, or m x k x batch) and ``b`` (k x n, or k x n x batch) through
-        ``pipeline_depth`` shared-memory stages (0: the deepest that fits). Needs
-        ``with_pipeline=True``; pass it to a kernel compiled with
-        ``extensions=cuweave.device.cublasdx_numba.pipeline_extensions``."""
+        """A pipeline streaming tiles of device arrays through shared memory.
+
+        Needs ``with_pipeline=True``; pass the result to a kernel compiled with
+        ``extensions=cuweave.device.cublasdx_numba.pipeline_extensions``.
+
+        Parameters
+        ----------
+        pipeline_depth : int
+            Shared-memory stages (0: the deepest that fits).
+        a, b : device arrays
+            A (m x k, or m x k x batch) and B (k x n, or k x n x batch).
+
+        Returns
+        -------
+        cuweave.device.DevicePipeline
+        """
         from ._blas_pipeline import DevicePipeline
 
         try:
@@ -326,19 +358,23 @@ class Matmul(KernelObject):
     # ----- traits -----------------------------------------------------------------------------
     @property
     def block_dim(self) -> Dim3:
+        """The block dimension to launch the kernel with."""
         return Dim3(*self._traits["block_dim"])
 
     @property
     def block_size(self) -> int:
+        """Threads in the block (the product of ``block_dim``)."""
         x, y, z = self.block_dim
         return x * y * z
 
     @property
     def max_threads_per_block(self) -> int:
+        """The most threads per block the generated code allows."""
         return int(self._traits["max_threads_per_block"])
 
     @property
     def leading_dimension(self) -> LeadingDimension:
+        """Leading dimensions of A, B and C in shared memory."""
         return LeadingDimension(*self._traits["leading_dimension"])
 
     def _value_type(self, i):
@@ -402,11 +438,33 @@ class Matmul(KernelObject):
         return calc.get()
 
     def get_shared_storage_size(self, *args) -> int:
-        """Shared-memory bytes for A, B and C: ``()``, ``(lda, ldb, ldc)`` or three Layouts."""
+        """Shared-memory bytes for A, B and C, each aligned.
+
+        Parameters
+        ----------
+        *args
+            Nothing (the leading dimensions of the object), ``lda, ldb, ldc`` or three
+            :class:`Layout` objects.
+
+        Returns
+        -------
+        int
+        """
         return self._storage(args, 3, "get_shared_storage_size")
 
     def get_shared_storage_size_ab(self, *args) -> int:
-        """Shared-memory bytes for A and B only: ``()``, ``(lda, ldb)`` or two Layouts."""
+        """Shared-memory bytes for A and B only, each aligned.
+
+        Parameters
+        ----------
+        *args
+            Nothing (the leading dimensions of the object), ``lda, ldb`` or two
+            :class:`Layout` objects.
+
+        Returns
+        -------
+        int
+        """
         return self._storage(args, 2, "get_shared_storage_size_ab")
 
     @property
@@ -415,7 +473,13 @@ class Matmul(KernelObject):
         return self.get_shared_storage_size()
 
     def valid(self, *knobs):
-        """Valid values of ``'block_dim'`` (cuBLASDx's suggestion) as an iterator of tuples."""
+        """Valid values of knobs, as an iterator of tuples (one value per knob).
+
+        Parameters
+        ----------
+        *knobs : str
+            ``'block_dim'`` (the only knob asked of a GEMM: cuBLASDx's suggestion).
+        """
         import itertools
 
         if not knobs or any(k != "block_dim" for k in knobs):
@@ -445,11 +509,16 @@ class Matmul(KernelObject):
         if gmem:
             def get(self, leading_dimension=None):
                 return Layout(self, method, leading_dimension)
+            doc = (f"The :class:`Layout` of cuBLASDx's ``{method}()``.\n\n"
+                   "Parameters\n----------\nleading_dimension : int, optional\n"
+                   "    The leading dimension of the array in global memory (default: the "
+                   "operand's).\n")
         else:
             def get(self):
                 return Layout(self, method)
+            doc = f"The :class:`Layout` of cuBLASDx's ``{method}()``."
         get.__name__ = method
-        get.__doc__ = f"The :class:`Layout` of cuBLASDx's ``{method}()``."
+        get.__doc__ = doc
         return get
 
     for _m in _LAYOUTS:
@@ -491,7 +560,16 @@ class Matmul(KernelObject):
                            "kernel")
 
     def execute(self, *args):
-        """Only callable inside a numba kernel (see the class notes)."""
+        """Compute the GEMM; only callable inside a numba kernel (see the class notes).
+
+        Parameters
+        ----------
+        *args
+            ``alpha, smem_a, smem_b, beta, smem_c`` (the pointer API), ``alpha, a, lda, b,
+            ldb, beta, c, ldc`` (leading dimensions chosen at run time), or
+            ``smem_a, smem_b, rmem_c`` on opaque tensors (accumulating into a register
+            fragment or accumulator).
+        """
         raise RuntimeError("Matmul.execute is a device function: call it inside a @cuda.jit "
                            "kernel")
 
@@ -510,11 +588,27 @@ def matmul(size, precision, data_type="real", *, compiler=None, code_type=None,
            **knobs) -> Matmul:
     """nvmath-python's earlier factory: a :class:`Matmul` (``compiler='numba'`` only).
 
-    ``execute_api`` ('static_leading_dimensions', 'dynamic_leading_dimensions' or 'tensors'),
-    ``tensor_types`` and ``global_memory_alignment`` (three byte alignments) are validated and
-    otherwise unused: the form of ``MM.execute(...)`` follows its arguments, and copies take
-    their alignment as ``copy(src, dst, alignment=...)``. ``code_type`` (an object with
-    ``cc`` or an SM value) sets ``sm`` when ``sm`` is not given.
+    Parameters
+    ----------
+    size, precision, data_type
+        As :class:`Matmul`'s.
+    compiler : {'numba', None}
+        The only compiler.
+    code_type : object with ``cc``, or an SM value, optional
+        Sets ``sm`` when ``sm`` is not given.
+    execute_api : {'static_leading_dimensions', 'dynamic_leading_dimensions', 'tensors'}, optional
+        Validated, otherwise unused: the form of ``MM.execute(...)`` follows its arguments.
+    tensor_types : three str, optional
+        Validated (``'suggested_smem_a'``, ``'smem_b'``, ``'rmem_c'``, ...), otherwise unused.
+    global_memory_alignment : three powers of two, optional
+        Byte alignments; validated, otherwise unused (copies take their alignment as
+        ``copy(src, dst, alignment=...)``).
+    **knobs
+        :class:`Matmul`'s keyword arguments (``block_size``, ``arrangement``, ``sm``, ...).
+
+    Returns
+    -------
+    Matmul
     """
     if compiler not in (None, "numba"):
         raise InvalidOptionError(f"compiler must be 'numba' or None, got {compiler!r}")
@@ -555,9 +649,25 @@ def _compile_worker(knobs: dict) -> str | None:
 
 
 def warm_matmul_cache(configs, max_workers=None) -> list[Matmul]:
-    """Build several :class:`Matmul` objects at once (see :func:`cuweave.device.warm_cache`):
-    traits and the shared-memory ``execute`` of every configuration are generated in worker
-    processes first. Returns the objects in order."""
+    """Build several :class:`Matmul` objects at once (see :func:`cuweave.device.warm_cache`).
+
+    Traits and the shared-memory ``execute`` of every configuration are generated in worker
+    processes first, into the disk cache; every configuration is validated before anything
+    compiles.
+
+    Parameters
+    ----------
+    configs : iterable of dict
+        :class:`Matmul`'s keyword arguments, one dict per object (``sm`` defaults to the
+        current device's).
+    max_workers : int, optional
+        Worker processes (default: one per core).
+
+    Returns
+    -------
+    list of Matmul
+        The objects, in the order of ``configs``.
+    """
     configs = with_sm(configs)
     for kw in configs:
         with warnings.catch_warnings():

@@ -8,7 +8,8 @@ state of element ``i``, passed by reference). Functions, all called inside kerne
 * ``init(seed, subsequence, offset, state)`` (XORWOW, MRG32k3a, Philox4_32_10),
   ``init(direction_vectors, offset, state)`` (Sobol32/64) and
   ``init(direction_vectors, scramble_c, offset, state)`` (scrambled Sobol); the direction
-  vectors are a device array (or a pointer) of 32 (64) integers, see :mod:`.random_helpers`;
+  vectors are a device array (or a pointer) of 32 (64) integers, see
+  :mod:`cuweave.device.random_helpers`;
 * ``rand`` (32 or 64 bits), ``rand4`` (Philox: ``uint32x4``);
 * ``uniform``, ``uniform_double``, ``uniform2_double``, ``uniform4``; ``normal``,
   ``normal_double``, ``normal2``, ``normal2_double``, ``normal4``; ``log_normal(state, mean,
@@ -90,8 +91,14 @@ def _sm() -> int:
 
 
 class Compile:
-    """Build cuRAND's device functions for compute capability ``cc`` (default: the current
-    device's) and make it the architecture random-number kernels are compiled for."""
+    """Build cuRAND's device functions for a compute capability and make it the architecture
+    random-number kernels are compiled for.
+
+    Parameters
+    ----------
+    cc : int or ComputeCapability, optional
+        The compute capability (``90``, ``(9, 0)``, ...); default: the current device's.
+    """
 
     def __init__(self, cc=None):
         sm = _sm() if cc is None else normalize_sm(cc)
@@ -111,7 +118,19 @@ class Compile:
 
 
 def state_dtype(generator: str) -> np.dtype:
-    """NumPy dtype of one state of ``generator`` (e.g. ``'Philox4_32_10'``)."""
+    """NumPy dtype of one state of a bit generator.
+
+    Parameters
+    ----------
+    generator : str
+        ``'XORWOW'``, ``'MRG32k3a'``, ``'Philox4_32_10'``, ``'Sobol32'``,
+        ``'ScrambledSobol32'``, ``'Sobol64'`` or ``'ScrambledSobol64'``.
+
+    Returns
+    -------
+    numpy.dtype
+        A record of the state's bytes (cuRAND's size for the target architecture).
+    """
     if generator not in _gen.STATES:
         raise InvalidOptionError(
             f"generator must be one of {sorted(_gen.STATES)}, got {generator!r}")
@@ -213,7 +232,14 @@ def _resolve(name: str, state_ty):
 def _sampler(name: str, extra: tuple[str, ...]):
     fn = _gen.FUNCTIONS[name]
     doc = (f"``{name}(state{''.join(', ' + e for e in extra)})``: cuRAND's ``{fn.c_name}`` "
-           f"for {', '.join(fn.states)} states.")
+           f"for {', '.join(fn.states)} states (inside kernels).\n\n"
+           "Parameters\n----------\nstate : state\n    ``states[i]`` of a ``States...`` "
+           "array, advanced by the call.\n")
+    if extra == _MEAN_STDDEV:
+        doc += ("mean, stddev : float\n    Mean and standard deviation of the normal "
+                "distribution whose exponential is drawn.\n")
+    elif extra == _LAMBDA:
+        doc += "Lambda : float\n    The Poisson distribution's mean.\n"
     if len(extra) == 0:
         def f(state):
             raise RuntimeError(f"cuweave.device.random.{name} is called inside kernels only")
@@ -270,7 +296,10 @@ def _skipper(name: str):
         raise RuntimeError(f"cuweave.device.random.{name} is called inside kernels only")
 
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"``{name}(n, state)``: cuRAND's ``{fn.c_name}`` for {', '.join(fn.states)}."
+    f.__doc__ = (f"``{name}(n, state)``: cuRAND's ``{fn.c_name}`` for "
+                 f"{', '.join(fn.states)} (inside kernels).\n\nParameters\n----------\n"
+                 "n : int\n    How far to skip ahead.\nstate : state\n    ``states[i]`` of "
+                 "a ``States...`` array, moved in place.\n")
 
     @overload(f, jit_options={"forceinline": True})
     def _overload(n, state):
@@ -285,7 +314,23 @@ def _skipper(name: str):
 
 def init(a, b, c, d=None):
     """``init(seed, subsequence, offset, state)``, ``init(direction_vectors, offset, state)`` or
-    ``init(direction_vectors, scramble_c, offset, state)``: cuRAND's ``curand_init``."""
+    ``init(direction_vectors, scramble_c, offset, state)``: cuRAND's ``curand_init``.
+
+    Called inside kernels; the form follows the generator of the state.
+
+    Parameters
+    ----------
+    a : int or device array
+        The seed (XORWOW, MRG32k3a, Philox4_32_10), or the direction vectors (Sobol: a device
+        array of 32 or 64 integers, see :mod:`cuweave.device.random_helpers`).
+    b : int
+        The subsequence (seeded generators), the scramble constant (scrambled Sobol) or the
+        offset (Sobol).
+    c : int or state
+        The offset (seeded generators and scrambled Sobol), or the state (Sobol).
+    d : state, optional
+        The state (seeded generators and scrambled Sobol).
+    """
     raise RuntimeError("cuweave.device.random.init is called inside numba CUDA kernels only")
 
 

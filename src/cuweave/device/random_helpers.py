@@ -84,20 +84,64 @@ def _vectors(bits: int, which, n) -> np.ndarray:
 
 
 def get_direction_vectors32(set, n) -> np.ndarray:  # noqa: A002 - nvmath's name
-    """``(n, 32)`` uint32 direction vectors of the first ``n`` dimensions of ``set``."""
+    """``(n, 32)`` uint32 direction vectors of the first ``n`` dimensions of ``set``.
+
+    Parameters
+    ----------
+    set : DirectionVectorSet or int
+        cuRAND's ``curandDirectionVectorSet_t`` (a 32-bit set).
+    n : int
+        Number of dimensions (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return _vectors(32, set, n)
 
 
 def get_direction_vectors64(set, n) -> np.ndarray:  # noqa: A002 - nvmath's name
-    """``(n, 64)`` uint64 direction vectors of the first ``n`` dimensions of ``set``."""
+    """``(n, 64)`` uint64 direction vectors of the first ``n`` dimensions of ``set``.
+
+    Parameters
+    ----------
+    set : DirectionVectorSet or int
+        cuRAND's ``curandDirectionVectorSet_t`` (a 64-bit set).
+    n : int
+        Number of dimensions (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return _vectors(64, set, n)
 
 
 def get_scramble_constants32(n) -> np.ndarray:
-    """``n`` uint32 scramble constants (one per dimension)."""
+    """``n`` uint32 scramble constants (one per dimension).
+
+    Parameters
+    ----------
+    n : int
+        Number of dimensions (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return _table("curandGetScrambleConstants32", (), _count(n), 1, np.uint32)
 
 
 def get_scramble_constants64(n) -> np.ndarray:
-    """``n`` uint64 scramble constants (one per dimension)."""
+    """``n`` uint64 scramble constants (one per dimension).
+
+    Parameters
+    ----------
+    n : int
+        Number of dimensions (positive).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return _table("curandGetScrambleConstants64", (), _count(n), 1, np.uint64)

@@ -3,7 +3,7 @@
 ``complex32``, ``complex64`` and ``complex128`` (complex numbers of float16/32/64 parts) and the
 half-precision vectors ``half2`` and ``half4`` are host objects that a numba kernel accepts as
 ``dtype=`` of ``cuda.local.array``/``cuda.shared.array``: ``complex64``/``complex128`` are numba's
-complex types there, ``complex32`` is :data:`~cuweave.device.float16x2_type` and ``half2``/``half4``
+complex types there, ``complex32`` is ``cuweave.device.float16x2_type`` and ``half2``/``half4``
 are ``float16x2_type``/``float16x4_type``. On the host, ``.dtype`` is the NumPy dtype with the
 same memory layout (a structured dtype for the half-precision ones; NumPy has no complex32).
 
@@ -35,7 +35,13 @@ INT_NP_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.u
 
 
 class Complex:
-    """A complex element type with ``real_dtype`` parts (float16, float32 or float64)."""
+    """A complex element type with ``real_dtype`` parts (float16, float32 or float64).
+
+    Parameters
+    ----------
+    real_dtype : numpy.float16, numpy.float32 or numpy.float64
+        The type of the real and imaginary parts.
+    """
 
     def __init__(self, real_dtype):
         if real_dtype not in REAL_NP_TYPES:
@@ -44,6 +50,7 @@ class Complex:
 
     @property
     def real_dtype(self):
+        """The NumPy type of the real and imaginary parts."""
         return self._real_dtype
 
     @property
@@ -69,7 +76,15 @@ class Complex:
 
 
 class Vector:
-    """A vector element type of ``size`` (2 or 4) ``real_dtype`` (float16) values."""
+    """A vector element type of ``size`` (2 or 4) ``real_dtype`` (float16) values.
+
+    Parameters
+    ----------
+    real_dtype : numpy.float16
+        The components' type.
+    size : {2, 4}
+        The number of components.
+    """
 
     def __init__(self, real_dtype, size):
         if size not in (2, 4):
@@ -80,10 +95,12 @@ class Vector:
 
     @property
     def real_dtype(self):
+        """The NumPy type of the components."""
         return self._real_dtype
 
     @property
     def size(self) -> int:
+        """The number of components (2 or 4)."""
         return self._size
 
     @property

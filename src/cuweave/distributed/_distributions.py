@@ -108,7 +108,17 @@ class ProcessGrid:
         return self._process_array
 
     def coordinates(self, rank: int) -> tuple[int, ...]:
-        """The grid position of ``rank`` (a cuweave extension)."""
+        """The grid position of a process (a cuweave extension).
+
+        Parameters
+        ----------
+        rank : int
+            The process.
+
+        Returns
+        -------
+        tuple of int
+        """
         if self._process_array is not None:
             return tuple(int(i) for i in np.argwhere(self._process_array == rank)[0])
         order = "F" if self._layout == ProcessGrid.Layout.COL_MAJOR else "C"
@@ -139,7 +149,19 @@ class Distribution:
         raise NotImplementedError
 
     def shape(self, rank: int, global_shape: Sequence[int] | None = None) -> tuple[int, ...]:
-        """The local shape on process ``rank`` of a global array of ``global_shape``."""
+        """The local shape on process ``rank`` of a global array of ``global_shape``.
+
+        Parameters
+        ----------
+        rank : int
+            The process, in ``[0, number of processes)``.
+        global_shape : sequence of int, optional
+            The global array's shape (required, except for :class:`Box`).
+
+        Returns
+        -------
+        tuple of int
+        """
         nranks = _nranks()
         if not _is_int(rank) or not 0 <= rank < nranks:
             raise InvalidOptionError(f"rank must be an int in [0, {nranks}), got {rank!r}")
@@ -155,6 +177,18 @@ class Distribution:
         holds, in local order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's
         block).
 
+        Parameters
+        ----------
+        rank : int
+            The process, in ``[0, number of processes)``.
+        global_shape : sequence of int
+            The global array's shape.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            One array of indices per axis.
+
         Examples
         --------
         >>> Slab.X.global_indices(1, (5, 2))[0].tolist()  # doctest: +SKIP
@@ -168,7 +202,26 @@ class Distribution:
         return _copy.copy(self)
 
     def to(self, cls, /, *, ndim=None, copy=False) -> Distribution:
-        """This distribution as an equivalent one of type ``cls`` (see subclasses)."""
+        """This distribution as an equivalent one of another type (see subclasses).
+
+        Parameters
+        ----------
+        cls : type
+            A :class:`Distribution` subclass (``Slab``, ``Box``, ``BlockNonCyclic``, ...).
+        ndim : int, optional
+            The dimensionality of the arrays it applies to (at least this distribution's).
+        copy : bool
+            Return a copy when no conversion is needed (default: ``self``).
+
+        Returns
+        -------
+        Distribution
+
+        Raises
+        ------
+        ConvertDistributionError
+            When no equivalent distribution of type ``cls`` exists.
+        """
         if not isinstance(cls, type) or not issubclass(cls, Distribution) or cls is Distribution:
             raise InvalidOptionError(f"cls must be a Distribution subclass, got {cls!r}")
         if ndim is not None and (not _is_int(ndim) or ndim < (self.ndim or 1)):
@@ -207,6 +260,14 @@ class Slab(Distribution):
     With ``S`` elements along ``partition_dim`` and ``P`` processes, the first ``S % P``
     processes hold ``S // P + 1`` of them and the others ``S // P``.
 
+    Parameters
+    ----------
+    partition_dim : int
+        The partitioned axis (``Slab.X``, ``Slab.Y`` and ``Slab.Z`` are 0, 1 and 2).
+    ndim : int, optional
+        The dimensionality of the arrays it applies to (``None``: any above
+        ``partition_dim``).
+
     Examples
     --------
     >>> Slab.X.partition_dim, Slab.Y.partition_dim, Slab.Z.partition_dim
@@ -232,10 +293,12 @@ class Slab(Distribution):
 
     @property
     def ndim(self) -> int | None:
+        """The dimensionality it applies to (``None``: any)."""
         return self._ndim
 
     @property
     def name(self) -> str:
+        """``'Slab.X'``, ``'Slab.Y'``, ``'Slab.Z'`` or ``'Slab'``."""
         return {0: "Slab.X", 1: "Slab.Y", 2: "Slab.Z"}.get(self._partition_dim, "Slab")
 
     def __eq__(self, other):
@@ -294,6 +357,13 @@ class Box(Distribution):
     The boxes of all processes must tile the global array (whose shape is their bounding box,
     starting at the origin) without overlapping.
 
+    Parameters
+    ----------
+    lower : sequence of int
+        The box's first global index along each axis.
+    upper : sequence of int
+        One past its last index along each axis (``>= lower``).
+
     Examples
     --------
     >>> b = Box((0, 2), (4, 4))
@@ -314,7 +384,19 @@ class Box(Distribution):
 
     @classmethod
     def coerce(cls, value, name: str) -> Box:
-        """``value`` (a Box or a ``(lower, upper)`` pair) as a Box (a cuweave extension)."""
+        """A Box or a ``(lower, upper)`` pair as a Box (a cuweave extension).
+
+        Parameters
+        ----------
+        value : Box or (lower, upper)
+            What was given.
+        name : str
+            The parameter's name, for the error message.
+
+        Returns
+        -------
+        Box
+        """
         if isinstance(value, Box):
             return value
         if isinstance(value, Sequence) and len(value) == 2:
@@ -323,22 +405,36 @@ class Box(Distribution):
 
     @property
     def lower(self) -> tuple[int, ...]:
+        """The box's first global index along each axis."""
         return self._lower
 
     @property
     def upper(self) -> tuple[int, ...]:
+        """One past the box's last global index along each axis."""
         return self._upper
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self._lower)
 
     @property
     def box_shape(self) -> tuple[int, ...]:
+        """``upper - lower`` along each axis."""
         return tuple(u - lo for lo, u in zip(self._lower, self._upper))
 
     def shape(self, rank=None, global_shape=None) -> tuple[int, ...]:
-        """The box's shape (the local shape of the process that holds it)."""
+        """The box's shape (the local shape of the process that holds it).
+
+        Parameters
+        ----------
+        rank, global_shape : optional
+            Accepted for :meth:`Distribution.shape`'s signature; not needed.
+
+        Returns
+        -------
+        tuple of int
+        """
         return self.box_shape
 
     def __iter__(self):
@@ -390,6 +486,15 @@ class BlockCyclic(Distribution):
 
     Along dimension ``d`` the global array is cut into blocks of ``block_sizes[d]``; block
     ``b`` belongs to grid coordinate ``(first_process[d] + b) % process_grid.shape[d]``.
+
+    Parameters
+    ----------
+    process_grid : ProcessGrid
+        The grid of processes.
+    block_sizes : sequence of int
+        One positive block size per grid dimension.
+    first_process : sequence of int, optional
+        The grid position holding the first block (default: the origin).
     """
 
     def __init__(self, process_grid: ProcessGrid, block_sizes: Sequence[int], *,
@@ -417,18 +522,22 @@ class BlockCyclic(Distribution):
 
     @property
     def process_grid(self) -> ProcessGrid:
+        """The grid of processes."""
         return self._process_grid
 
     @property
     def ndim(self) -> int:
+        """The number of axes (the grid's)."""
         return len(self._process_grid.shape)
 
     @property
     def block_sizes(self) -> tuple[int, ...]:
+        """The block size along each axis (-1: one block per process, BlockNonCyclic)."""
         return self._block_sizes
 
     @property
     def first_process(self) -> tuple[int, ...]:
+        """The grid position holding the first block."""
         return self._first_process
 
     def __eq__(self, other):
@@ -473,6 +582,13 @@ class BlockNonCyclic(BlockCyclic):
     The block size along ``d`` is ``ceil(n_d / process_grid.shape[d])`` (a cuweave extension:
     nvmath-python requires ``n_d`` to divide evenly; here the last processes may hold less, or
     nothing).
+
+    Parameters
+    ----------
+    process_grid : ProcessGrid
+        The grid of processes.
+    first_process : sequence of int, optional
+        The grid position holding the first block (default: the origin).
     """
 
     def __init__(self, process_grid: ProcessGrid, *, first_process=None):

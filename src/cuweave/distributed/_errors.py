@@ -29,7 +29,14 @@ class ConvertDistributionError(CuweaveError, ValueError):
 class CollectiveError(CuweaveError, ValueError):
     """Another process found a bad input; raised on every process so that none deadlocks.
 
-    ``rank`` is the first process that failed and ``error_type`` its error's class name.
+    Parameters
+    ----------
+    message : str
+        What went wrong, as the failing process saw it.
+    rank : int
+        The first process that failed (-1: unknown).
+    error_type : str
+        The class name of its error.
     """
 
     def __init__(self, message: str, rank: int = -1, error_type: str = ""):

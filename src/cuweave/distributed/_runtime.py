@@ -46,20 +46,69 @@ class ProcessGroup:
     nranks: int
 
     def allgather_object(self, obj) -> list:  # pragma: no cover - interface
+        """Every process's ``obj``, in rank order (a collective: all processes call it).
+
+        Parameters
+        ----------
+        obj : picklable object
+            This process's contribution.
+
+        Returns
+        -------
+        list
+        """
         raise NotImplementedError
 
     def broadcast_object(self, obj, root: int = 0):  # pragma: no cover - interface
+        """``root``'s ``obj`` on every process (a collective).
+
+        Parameters
+        ----------
+        obj : picklable object
+            What ``root`` sends (ignored elsewhere).
+        root : int
+            The sending process.
+
+        Returns
+        -------
+        object
+        """
         raise NotImplementedError
 
     def alltoallv_bytes(self, send, send_counts, recv, recv_counts):  # pragma: no cover
+        """Exchange raw bytes between all processes (a collective).
+
+        Parameters
+        ----------
+        send : numpy.ndarray
+            Contiguous uint8: the bytes for process 0, then for process 1, ...
+        send_counts : sequence of int
+            Bytes for each process.
+        recv : numpy.ndarray
+            Contiguous uint8, filled with the bytes from process 0, then 1, ...
+        recv_counts : sequence of int
+            Bytes from each process.
+        """
         raise NotImplementedError
 
     def allreduce_sum(self, array) -> None:  # pragma: no cover - interface
+        """Sum an array over the processes, in place (a collective).
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            Contiguous float32 or float64; every process's holds the sum afterwards.
+        """
         raise NotImplementedError
 
 
 class MPIProcessGroup(ProcessGroup):
     """A :class:`ProcessGroup` over an mpi4py communicator.
+
+    Parameters
+    ----------
+    communicator : mpi4py.MPI.Comm
+        The processes taking part.
 
     Examples
     --------
@@ -75,13 +124,49 @@ class MPIProcessGroup(ProcessGroup):
         self.nranks = communicator.Get_size()
 
     def allgather_object(self, obj) -> list:
+        """Every process's ``obj``, in rank order (a collective: all processes call it).
+
+        Parameters
+        ----------
+        obj : picklable object
+            This process's contribution.
+
+        Returns
+        -------
+        list
+        """
         return self.communicator.allgather(obj)
 
     def broadcast_object(self, obj, root: int = 0):
+        """``root``'s ``obj`` on every process (a collective).
+
+        Parameters
+        ----------
+        obj : picklable object
+            What ``root`` sends (ignored elsewhere).
+        root : int
+            The sending process.
+
+        Returns
+        -------
+        object
+        """
         return self.communicator.bcast(obj, root=root)
 
     def alltoallv_bytes(self, send, send_counts, recv, recv_counts):
-        """Exchange raw bytes: ``send``/``recv`` are contiguous uint8 NumPy arrays."""
+        """Exchange raw bytes between all processes (a collective).
+
+        Parameters
+        ----------
+        send : numpy.ndarray
+            Contiguous uint8: the bytes for process 0, then for process 1, ...
+        send_counts : sequence of int
+            Bytes for each process.
+        recv : numpy.ndarray
+            Contiguous uint8, filled with the bytes from process 0, then 1, ...
+        recv_counts : sequence of int
+            Bytes from each process.
+        """
         from mpi4py import MPI
 
         sdispl = _displacements(send_counts)
@@ -90,8 +175,13 @@ class MPIProcessGroup(ProcessGroup):
                                     [recv, (recv_counts, rdispl), MPI.BYTE])
 
     def allreduce_sum(self, array) -> None:
-        """Sum ``array`` (a contiguous float32/float64 NumPy array) over the processes, in
-        place."""
+        """Sum an array over the processes, in place (a collective).
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            Contiguous float32 or float64; every process's holds the sum afterwards.
+        """
         from mpi4py import MPI
 
         self.communicator.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
@@ -136,15 +226,18 @@ class DistributedContext:
 
     @property
     def nccl_comm(self) -> int | None:
+        """The address of this process's NCCL communicator, or ``None`` (see above)."""
         comm = self._gpu.get("nccl")
         return comm.ptr if comm is not None and comm.ptr else None
 
     @property
     def rank(self) -> int:
+        """This process's rank."""
         return self.process_group.rank
 
     @property
     def nranks(self) -> int:
+        """The number of processes."""
         return self.process_group.nranks
 
 

@@ -40,6 +40,8 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
         :func:`~cuweave.distributed.initialize`).
     make_symmetric, skip_symmetric_check : bool
         Accepted for compatibility (no symmetric heap is involved).
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
     memory_space : {'cpu', 'cuda'}, optional
         A cuweave extension: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'``
         otherwise).
@@ -80,7 +82,13 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
 
 def free_symmetric_memory(*tensors) -> None:
     """Release arrays from :func:`allocate_symmetric_memory`: nothing to do (they are ordinary
-    arrays, freed by their package when the last reference goes); the arguments are checked."""
+    arrays, freed by their package when the last reference goes); the arguments are checked.
+
+    Parameters
+    ----------
+    *tensors : arrays
+        Arrays from :func:`allocate_symmetric_memory`.
+    """
     require_context()
     from ._backend import memory_space
 

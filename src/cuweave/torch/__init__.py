@@ -15,6 +15,13 @@ operands).
 
 Imported only when used: ``import cuweave`` does not import torch.
 
+Autograd: these layers and functions are the ones autograd records. The engines' own forms
+(:func:`cuweave.linalg.advanced.matmul`, :class:`~cuweave.linalg.advanced.Matmul`,
+:func:`cuweave.fft.fft` and the rest) take torch tensors too, but they are not differentiable:
+their results are new tensors with no ``grad_fn`` (detached), whatever ``requires_grad`` the
+operands have, so no gradient flows back through them. Use :func:`fused_linear` (or
+:class:`FusedLinear`) where a product needs gradients.
+
 Notes
 -----
 CUDA products are planned once per shape, dtype and layout (large ones autotuned) and kept in

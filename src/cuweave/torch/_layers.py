@@ -272,9 +272,23 @@ class FusedLinear(torch.nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Initialize ``weight`` and ``bias`` as :class:`torch.nn.Linear` does (uniform in
+        ``±1/sqrt(in_features)``), in place."""
         _init_linear(self.weight, self.bias)
 
     def forward(self, x):
+        """``activation(x @ weight.T + bias)``, recorded by autograd.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(..., in_features)``, of the layer's dtype and device.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(..., out_features)``.
+        """
         return fused_linear(x, _param(self, "weight"), _param(self, "bias"), self.activation)
 
     def extra_repr(self) -> str:
@@ -319,6 +333,18 @@ class FusedMLP(torch.nn.Module):
         self.fc2 = FusedLinear(hidden_features, out_features, bias, None, device, dtype)
 
     def forward(self, x):
+        """``fc2(activation(fc1(x)))``, recorded by autograd.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(..., in_features)``, of the block's dtype and device.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(..., out_features)``.
+        """
         mods = self._modules  # not nn.Module.__getattr__ (a Python call per submodule)
         fc1, fc2 = mods["fc1"], mods["fc2"]
         return fused_mlp(x, _param(fc1, "weight"), _param(fc1, "bias"), _param(fc2, "weight"),

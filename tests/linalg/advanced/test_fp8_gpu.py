@@ -27,13 +27,18 @@ PAIRS = [(E4, E4), (E4, E5), (E5, E4)]  # e5m2 x e5m2: cuBLASLt has no fp8 kerne
 RESULTS = ["float32", "bfloat16", "float16", E4, E5]
 EPILOGS = {"DEFAULT": None, "BIAS": None, "RELU": "relu", "GELU_BIAS": "gelu",
            "GELU_AUX_BIAS": "gelu"}
-#: relative L2 bound of the result against the float64 reference, by result type (fp8
-#: results: the rounding of one value to 3 or 2 mantissa bits)
-TOL = {"float32": 1e-5, "bfloat16": 8e-3, "float16": 2e-3, E4: 4e-2, E5: 8e-2}
+#: relative L2 bound of the result against the float64 reference, by result type. float32:
+#: Hopper's fp8 tensor cores accumulate with fewer bits than float32 (4-6e-5 seen on the H100
+#: for K = 48, where torch._scaled_mm gives 8.7e-5 on the issue's case); fp8 results: the
+#: rounding of one value to 3 or 2 mantissa bits
+TOL = {"float32": 2e-4, "bfloat16": 8e-3, "float16": 2e-3, E4: 4e-2, E5: 8e-2}
 
 
-def _supported(a: str, b: str, d: str) -> bool:
-    """cuBLASLt's fp8 table: an e5m2 result needs an e5m2 operand."""
+def _supported(a: str, b: str, d: str, epilog: str = "DEFAULT") -> bool:
+    """cuBLASLt's fp8 table: an e5m2 result needs an e5m2 operand; the GELU aux epilogs have
+    no fp8 kernel with a float32 result (CUBLAS_STATUS_NOT_SUPPORTED, cuBLASLt 13.1 on H100)."""
+    if epilog.startswith("GELU_AUX") and d == "float32":
+        return False
     return d != E5 or E5 in (a, b)
 
 
@@ -58,8 +63,7 @@ def _scale(kind: str, value: float):
     t = _torch()
     if kind == "scalar":
         return value
-    tensor = t.tensor([value], dtype=t.float32)
-    return tensor if kind == "host" else tensor.cuda()
+    return t.tensor([value], dtype=t.float32, device="cuda")
 
 
 def _run_case(a_dtype, b_dtype, result, epilog, scale_kind, amax, a_order="C", b_order="F"):
@@ -81,7 +85,9 @@ def _run_case(a_dtype, b_dtype, result, epilog, scale_kind, amax, a_order="C", b
     options = {"result_type": result, "result_amax": amax}
     call = dict(quantization_scales=scales, options=options,
                 epilog=None if epilog == "DEFAULT" else epilog, epilog_inputs=inputs)
-    if not _supported(a_dtype, b_dtype, result):
+    if not _supported(a_dtype, b_dtype, result, epilog) or (a_order, b_order) != ("C", "F"):
+        # cuBLASLt's fp8 kernels take only a row-major a and a column-major b (its "TN"
+        # layout); nvmath-python refuses the others too
         with pytest.raises(CuweaveError):
             matmul(a, b, **call)
         return
@@ -107,7 +113,7 @@ def _run_case(a_dtype, b_dtype, result, epilog, scale_kind, amax, a_order="C", b
 @pytest.mark.parametrize("a_dtype,b_dtype", PAIRS)
 @pytest.mark.parametrize("result", RESULTS)
 @pytest.mark.parametrize("epilog", list(EPILOGS))
-@pytest.mark.parametrize("scale_kind", ["scalar", "host", "device"])
+@pytest.mark.parametrize("scale_kind", ["scalar", "device"])
 @pytest.mark.parametrize("amax", [False, True])
 def test_fp8_grid(a_dtype, b_dtype, result, epilog, scale_kind, amax):
     if amax and not result.startswith("float8"):
@@ -119,7 +125,8 @@ def test_fp8_grid(a_dtype, b_dtype, result, epilog, scale_kind, amax):
 @pytest.mark.parametrize("a_order,b_order", [("C", "C"), ("C", "F"), ("F", "C"), ("F", "F")])
 @pytest.mark.parametrize("result", ["float32", E4])
 def test_fp8_layouts(a_dtype, b_dtype, a_order, b_order, result):
-    """Row- and column-major operands in both frames (the swap that once mixed the types)."""
+    """Row- and column-major operands in both frames (the swap that once mixed the types):
+    the row-major a with column-major b computes, the other layouts raise a typed error."""
     _run_case(a_dtype, b_dtype, result, "DEFAULT", "scalar", False, a_order, b_order)
 
 
@@ -131,4 +138,14 @@ def test_issue_reproducer_mixed_fp8_matches_scaled_mm():
     b = (t.rand(32, 16, device="cuda") * 2).to(t.float8_e5m2).T.contiguous().T
     d = matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0},
                options={"result_type": "float32"})
-    assert rel_l2(_host(d), _host(a) @ _host(b)) < 1e-5
+    assert rel_l2(_host(d), _host(a) @ _host(b)) < TOL["float32"]  # was 0.24 before the fix
+
+
+def test_host_tensor_scale_for_device_operands_is_refused():
+    """A scale given as a tensor must live where the operands live (nvmath-python's rule)."""
+    t = _torch()
+    a = _fp8(np.random.default_rng(1), (M, K), E4, "C")
+    b = _fp8(np.random.default_rng(2), (K, N), E4, "F")
+    with pytest.raises(CuweaveError, match="memory space"):
+        matmul(a, b, quantization_scales={"a": t.tensor([1.0]), "b": 1.0},
+               options={"result_type": "float32"})

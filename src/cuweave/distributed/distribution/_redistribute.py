@@ -124,14 +124,28 @@ class Redistribute:
             raise InvalidStateError("this Redistribute was freed; create a new one")
 
     def plan(self, stream=None):
-        """Compute what this process sends to and receives from every other."""
+        """Compute what this process sends to and receives from every other.
+
+        Parameters
+        ----------
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        """
         self._check_live()
         self._plan = ExchangePlan(self._src, self._dst, self._group.rank)
         self._log.info("redistribute planned: global shape %s, local %s -> %s",
                        self.global_shape, self._local.shape, self.result_shape)
 
     def reset_operand(self, operand, *, stream=None):
-        """Point at a new operand of the same local shape, dtype and package (collective)."""
+        """Point at a new operand of the same local shape, dtype and package (collective).
+
+        Parameters
+        ----------
+        operand : array
+            This process's new local array.
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        """
         self._check_live()
 
         def check(x):
@@ -145,7 +159,22 @@ class Redistribute:
         self._local = agree(self._group, check, operand)[self._group.rank]
 
     def execute(self, stream=None, release_workspace=False, sync_symmetric_memory=True):
-        """Run the exchange; returns this process's new local array (a new array)."""
+        """Run the exchange; returns this process's new local array (a new array).
+
+        Parameters
+        ----------
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        release_workspace : bool
+            Accepted for compatibility (the exchanges keep no workspace between calls).
+        sync_symmetric_memory : bool
+            Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+            NCCL's).
+
+        Returns
+        -------
+        array
+        """
         self._check_live()
         if self._plan is None:
             raise InvalidStateError("execute() needs plan() first")
@@ -170,6 +199,24 @@ def redistribute(operand, /, input_distribution, output_distribution, *,
     """Redistribute ``operand`` from ``input_distribution`` to ``output_distribution``.
 
     Collective. Returns this process's local array of the result (same package, a new array).
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array (host: NumPy or CPU torch; GPU: CuPy or CUDA torch).
+    input_distribution, output_distribution : Distribution or (lower, upper)
+        How the global array is split before and after.
+    sync_symmetric_memory : bool
+        Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+        NCCL's).
+    options : RedistributeOptions or dict, optional
+        See :class:`RedistributeOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
 
     Examples
     --------

@@ -66,6 +66,8 @@ class FFTOptions:
     logger : logging.Logger or None
     blocking : {True, 'auto'}
         Host operands always block; GPU results are ordered on the package's current stream.
+    reshape : bool, optional
+        nvmath-python 0.x's name of ``redistribute`` (sets it when given).
     """
 
     fft_type: Literal["C2C", "C2R", "R2C"] | None = None
@@ -265,7 +267,13 @@ class FFT:
             raise InvalidStateError("this FFT was freed; create a new one")
 
     def plan(self, *, stream=None):
-        """Plan the exchanges (cheap on CPU ranks; the local transforms cache their plans)."""
+        """Plan the exchanges (cheap on CPU ranks; the local transforms cache their plans).
+
+        Parameters
+        ----------
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        """
         self._check_live()
         self._planned = True
         self._log.info("distributed %s FFT planned: global %s -> %s on %d processes",
@@ -274,7 +282,17 @@ class FFT:
 
     def reset_operand(self, operand, *, distribution=None, stream=None):
         """Use a new operand (same dtype, package and global shape; the distribution may change,
-        e.g. ``Slab.Y`` for the inverse of a ``redistribute=False`` forward). Collective."""
+        e.g. ``Slab.Y`` for the inverse of a ``redistribute=False`` forward). Collective.
+
+        Parameters
+        ----------
+        operand : array
+            This process's new local array.
+        distribution : Slab or (input box, output box), optional
+            Its distribution (default: the previous one).
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        """
         self._check_live()
         old = (self._dtype, self._local.package, self.global_shape, self.fft_type)
         agree(self._group, self._resolve, agree(self._group, self._describe, operand,
@@ -330,7 +348,24 @@ class FFT:
 
     def execute(self, *, direction=None, stream=None, release_workspace=False,
                 sync_symmetric_memory=True):
-        """Run the transform; returns this process's share of the result (a new array)."""
+        """Run the transform; returns this process's share of the result (a new array).
+
+        Parameters
+        ----------
+        direction : {'forward', 'inverse'} or FFTDirection, optional
+            Default: forward for C2C and R2C, inverse for C2R.
+        stream : optional
+            Accepted for compatibility: GPU work runs on the package's current stream.
+        release_workspace : bool
+            Accepted for compatibility (the exchanges keep no workspace between calls).
+        sync_symmetric_memory : bool
+            Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+            NCCL's).
+
+        Returns
+        -------
+        array
+        """
         self._check_live()
         if not self._planned:
             raise InvalidStateError("execute() needs plan() first")
@@ -393,6 +428,28 @@ def fft(operand, /, distribution=None, *, direction=None, sync_symmetric_memory=
         stream=None):
     """Distributed N-D C2C FFT (forward unless ``direction`` says otherwise). Collective.
 
+    Parameters
+    ----------
+    operand : array
+        This process's local array (NumPy or CPU torch on CPU ranks; CuPy or CUDA torch on
+        the process's device).
+    distribution : Slab or (input box, output box)
+        As for :class:`FFT`.
+    direction : {'forward', 'inverse'} or FFTDirection, optional
+        Default: forward.
+    sync_symmetric_memory : bool
+        Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+        NCCL's).
+    options : FFTOptions or dict, optional
+        See :class:`FFTOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
+        This process's share of the result, a new array of the operand's package.
+
     Examples
     --------
     >>> b = fft(a, distribution=Slab.X)  # doctest: +SKIP
@@ -401,19 +458,82 @@ def fft(operand, /, distribution=None, *, direction=None, sync_symmetric_memory=
 
 
 def ifft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
-    """Distributed N-D inverse C2C FFT (unnormalized). Collective."""
+    """Distributed N-D inverse C2C FFT (unnormalized). Collective.
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array (NumPy or CPU torch on CPU ranks; CuPy or CUDA torch on
+        the process's device).
+    distribution : Slab or (input box, output box)
+        As for :class:`FFT`.
+    sync_symmetric_memory : bool
+        Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+        NCCL's).
+    options : FFTOptions or dict, optional
+        See :class:`FFTOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
+        This process's share of the result, a new array of the operand's package.
+    """
     return _run_function(operand, distribution, FFTDirection.INVERSE, options, stream, "C2C",
                          True)
 
 
 def rfft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
-    """Distributed N-D R2C FFT of a real operand (the last global axis becomes ``n//2+1``)."""
+    """Distributed N-D R2C FFT of a real operand (the last global axis becomes ``n//2+1``).
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array (NumPy or CPU torch on CPU ranks; CuPy or CUDA torch on
+        the process's device).
+    distribution : Slab or (input box, output box)
+        As for :class:`FFT`.
+    sync_symmetric_memory : bool
+        Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+        NCCL's).
+    options : FFTOptions or dict, optional
+        See :class:`FFTOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
+        This process's share of the result, a new array of the operand's package.
+    """
     return _run_function(operand, distribution, FFTDirection.FORWARD, options, stream, "R2C",
                          True)
 
 
 def irfft(operand, /, distribution=None, *, sync_symmetric_memory=True, options=None, stream=None):
-    """Distributed N-D C2R FFT (unnormalized); see ``FFTOptions.last_axis_parity``."""
+    """Distributed N-D C2R FFT (unnormalized); see ``FFTOptions.last_axis_parity``.
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array (NumPy or CPU torch on CPU ranks; CuPy or CUDA torch on
+        the process's device).
+    distribution : Slab or (input box, output box)
+        As for :class:`FFT`.
+    sync_symmetric_memory : bool
+        Accepted for compatibility (no symmetric heap is involved: exchanges are MPI's or
+        NCCL's).
+    options : FFTOptions or dict, optional
+        See :class:`FFTOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
+        This process's share of the result, a new array of the operand's package.
+    """
     return _run_function(operand, distribution, FFTDirection.INVERSE, options, stream, "C2R",
                          True)
 
@@ -425,6 +545,27 @@ def allocate_operand(shape, package, *, input_dtype=None, distribution, memory_s
     An ordinary array of the package, on the host or on this process's device (results of the
     FFTs are new arrays, so no room for the output is needed, and NCCL needs no symmetric
     heap).
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The local shape.
+    package : module
+        ``numpy``, ``cupy`` or ``torch``.
+    input_dtype : dtype, optional
+        Default complex128.
+    distribution : Slab or (input box, output box)
+        Checked as for :class:`FFT`.
+    memory_space : {'cpu', 'cuda'}, optional
+        Default: ``'cpu'`` for NumPy and torch, ``'cuda'`` for CuPy.
+    fft_type : {'C2C', 'R2C', 'C2R'}, optional
+        Checked only.
+    logger : logging.Logger, optional
+        Accepted for compatibility.
+
+    Returns
+    -------
+    array
     """
     require_context()
     _coerce_fft_distribution(distribution)

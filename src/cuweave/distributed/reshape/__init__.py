@@ -15,7 +15,19 @@ ReshapeOptions = RedistributeOptions
 
 
 class Reshape(Redistribute):
-    """Stateful box-to-box reshape (see :class:`~cuweave.distributed.distribution.Redistribute`)."""
+    """Stateful box-to-box reshape (see :class:`~cuweave.distributed.distribution.Redistribute`).
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array.
+    input_box, output_box : Box or (lower, upper)
+        This process's box of the global array before and after.
+    options : ReshapeOptions or dict, optional
+        See :class:`~cuweave.distributed.distribution.RedistributeOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+    """
 
     def __init__(self, operand, /, input_box, output_box, *, options=None, stream=None):
         super().__init__(operand, input_box, output_box, options=options, stream=stream)
@@ -24,6 +36,24 @@ class Reshape(Redistribute):
 def reshape(operand, /, input_box, output_box, *, sync_symmetric_memory=True, options=None,
             stream=None):
     """Move this process's ``input_box`` of the global array to its ``output_box`` (collective).
+
+    Parameters
+    ----------
+    operand : array
+        This process's local array.
+    input_box, output_box : Box or (lower, upper)
+        This process's box of the global array before and after.
+    sync_symmetric_memory : bool
+        Accepted for compatibility.
+    options : ReshapeOptions or dict, optional
+        See :class:`~cuweave.distributed.distribution.RedistributeOptions`.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array
+        This process's new local array.
 
     Examples
     --------

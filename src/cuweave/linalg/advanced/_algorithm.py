@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import ctypes
 
-from ..._bindings import cublaslt as lt
+import numpy as np
 
-__all__ = ["Algorithm"]
+from ..._bindings import cublaslt as lt
+from ..._internal.errors import InvalidOperandError
+
+__all__ = ["Algorithm", "matmul_heuristic_result_dtype"]
+
+#: one ``cublasLtMatmulHeuristicResult_t`` as a NumPy record (``Algorithm.as_numpy``): the
+#: 64 opaque bytes of the algorithm, then the workspace size, state and waves count
+matmul_heuristic_result_dtype = np.dtype([
+    ("algo", "<u8", (8,)), ("workspace_size", "<u8"), ("state", "<i4"),
+    ("waves_count", "<f4"), ("reserved", "<i4", (4,))])
+assert matmul_heuristic_result_dtype.itemsize == ctypes.sizeof(lt.HeuristicResult)
 
 _CONFIG = {
     "tile": lt.AlgoConfigAttribute.TILE_ID,
@@ -35,6 +45,11 @@ class Algorithm:
     __slots__ = ("_data", "workspace_size", "waves_count", "_algo")
 
     def __init__(self, data: bytes | None, workspace_size: int = 0, waves_count: float = 0.0):
+        if data is not None and (not isinstance(data, bytes | bytearray | memoryview)
+                                 or len(data) != ctypes.sizeof(lt.MatmulAlgo)):
+            raise InvalidOperandError(
+                f"data must be the {ctypes.sizeof(lt.MatmulAlgo)} bytes of a "
+                f"cublasLtMatmulAlgo_t (or None for the CPU algorithm), got {data!r:.60}")
         self._data = bytes(data) if data is not None else None
         self.workspace_size = int(workspace_size)
         self.waves_count = float(waves_count)
@@ -89,6 +104,55 @@ class Algorithm:
             raise TypeError(f"{name} cannot be set on the CPU algorithm")
         lt.algo_config_set_attribute(self.algo, _CONFIG[name], int(value))
         self._data = bytes(self._algo)
+
+    def as_numpy(self) -> np.ndarray:
+        """A copy of this algorithm as a one-element array of
+        :data:`matmul_heuristic_result_dtype`, which ``np.save(..., allow_pickle=False)``
+        can store; :meth:`from_numpy` makes the algorithm again.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from cuweave.linalg.advanced import Algorithm
+        >>> record = np.zeros(1, Algorithm.dtype)
+        >>> record["workspace_size"] = 1024
+        >>> Algorithm.from_numpy(record).as_numpy()["workspace_size"].item()
+        1024
+        """
+        if self._data is None:
+            raise InvalidOperandError("algorithm must be a cuBLASLt algorithm to be saved as "
+                                      "an array, got the CPU algorithm")
+        out = np.zeros(1, matmul_heuristic_result_dtype)
+        out["algo"] = np.frombuffer(self.__getstate__()["data"], "<u8")
+        out["workspace_size"] = self.workspace_size
+        out["waves_count"] = self.waves_count
+        return out
+
+    @classmethod
+    def from_numpy(cls, array) -> Algorithm:
+        """The algorithm :meth:`as_numpy` saved.
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            One record of :data:`matmul_heuristic_result_dtype` (e.g. loaded with
+            ``np.load``).
+
+        Returns
+        -------
+        Algorithm
+        """
+        arr = np.asarray(array)
+        if arr.dtype != matmul_heuristic_result_dtype or arr.size != 1:
+            raise InvalidOperandError(
+                f"array must be one record of matmul_heuristic_result_dtype, got dtype "
+                f"{arr.dtype} with {arr.size} elements")
+        rec = arr.reshape(1)[0]
+        return cls(np.ascontiguousarray(rec["algo"]).tobytes(), int(rec["workspace_size"]),
+                   float(rec["waves_count"]))
+
+    #: the record type of :meth:`as_numpy`
+    dtype = matmul_heuristic_result_dtype
 
     def config(self) -> dict:
         """All configuration attributes as a dict."""

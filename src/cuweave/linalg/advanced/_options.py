@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._bindings.cublaslt import NumericalImplFlags, ReductionScheme
+from ..._bindings.cublaslt import ReductionScheme
 from ..._bindings.library_types import ComputeType, CudaDataType
 from ..._internal.dtypes import canonical_name
 from ..._internal.errors import InvalidOperandError, InvalidOptionError
@@ -38,7 +38,44 @@ __all__ = [
 #: the compute types of cuBLAS (``cublasComputeType_t``)
 MatmulComputeType = ComputeType
 MatmulReductionScheme = ReductionScheme
-MatmulNumericalImplFlags = NumericalImplFlags
+
+
+class MatmulNumericalImplFlags(IntEnum):
+    """Bits of ``MatmulPlanPreferences.numerical_impl_mask``: which kinds of kernel the
+    heuristics may return (``cublasLtNumericalImplFlags_t``, under nvmath-python's names).
+
+    Combine them with ``|``, e.g. ``OP_TYPE_FMA | OP_TYPE_TENSOR_HMMA``; ``ALL`` allows every
+    kernel (the default).
+
+    Examples
+    --------
+    >>> from cuweave.linalg.advanced import MatmulNumericalImplFlags as F
+    >>> hex(F.OP_TYPE_TENSOR_HMMA | F.ACCUMULATOR_32F)
+    '0x202'
+    """
+
+    OP_TYPE_FMA = 0x01
+    OP_TYPE_TENSOR_HMMA = 0x02
+    OP_TYPE_TENSOR_IMMA = 0x04
+    OP_TYPE_TENSOR_DMMA = 0x08
+    OP_TYPE_TENSOR_MASK = 0xFE
+    OP_TYPE_MASK = 0xFF
+    ACCUMULATOR_16F = 0x01 << 8
+    ACCUMULATOR_32F = 0x02 << 8
+    ACCUMULATOR_64F = 0x04 << 8
+    ACCUMULATOR_32I = 0x08 << 8
+    ACCUMULATOR_TYPE_MASK = 0xFF << 8
+    INPUT_TYPE_16F = 0x01 << 16
+    INPUT_TYPE_16BF = 0x02 << 16
+    INPUT_TYPE_TF32 = 0x04 << 16
+    INPUT_TYPE_32F = 0x08 << 16
+    INPUT_TYPE_64F = 0x10 << 16
+    INPUT_TYPE_8I = 0x20 << 16
+    INPUT_TYPE_8F_E4M3 = 0x40 << 16
+    INPUT_TYPE_8F_E5M2 = 0x80 << 16
+    INPUT_TYPE_MASK = 0xFF << 16
+    GAUSSIAN = 0x01 << 32
+    ALL = (1 << 64) - 1
 
 #: structured dtype of the ``qualifiers`` argument: one record per operand ``a``, ``b``, ``c``
 matrix_qualifiers_dtype = np.dtype([("structure", np.int32), ("is_conjugate", np.bool_)])

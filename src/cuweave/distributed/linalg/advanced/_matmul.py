@@ -65,6 +65,8 @@ class MatmulOptions:
         Passed to the local GEMM engine.
     result_type, algo_type, sm_count_communication : optional
         Accepted for compatibility (GPU-only meaning).
+    result_amax, block_scaling : bool
+        Must be ``False`` (narrow precision is not distributed yet).
     logger : logging.Logger or None
     blocking : {True, 'auto'}
         Host operands always block; GPU results are ordered on the package's current stream.
@@ -135,6 +137,8 @@ class Matmul:
     alpha, beta : float, optional
     qualifiers : numpy array of ``matrix_qualifiers_dtype``, optional
         ``is_transpose`` / ``is_conjugate`` of ``a`` and ``b``.
+    quantization_scales : None
+        Must be ``None`` (narrow precision is not distributed yet).
     options : MatmulOptions or dict, optional
     stream : optional
         Accepted for compatibility.
@@ -243,6 +247,17 @@ class Matmul:
         gradients come back in the aux dict: ``bgrada``, ``drelu_bgrad``, ``dgelu_bgrad`` of
         this process's rows of ``D`` (shape ``(rows,)``), ``bgradb`` whole (``(N,)``, the same
         on every process), each summed over the processes.
+
+        Parameters
+        ----------
+        preferences : optional
+            Accepted for compatibility (the local products choose their algorithms).
+        epilog : MatmulEpilog, optional
+            The fused epilog (as in :mod:`cuweave.linalg.advanced`).
+        epilog_inputs : dict, optional
+            This process's share of the epilog's inputs (above).
+        stream : optional
+                Accepted for compatibility: GPU work runs on the package's current stream.
         """
         self._check_live()
         planned = []  # kept only once every process has accepted its inputs
@@ -321,7 +336,21 @@ class Matmul:
 
     def reset_operands(self, *, a=None, b=None, c=None, alpha=None, beta=None,
                        quantization_scales=None, epilog_inputs=None, stream=None):
-        """Use new operands of the same local shapes, dtypes and packages. Collective."""
+        """Use new operands of the same local shapes, dtypes and packages. Collective.
+
+        Parameters
+        ----------
+        a, b, c : array, optional
+            New local blocks (``None``: keep the planned one).
+        alpha, beta : float, optional
+            New scalars (``None``: keep them).
+        quantization_scales : None
+                Must be ``None`` (narrow precision is not distributed yet).
+        epilog_inputs : dict, optional
+            New local epilog inputs (checked as in :meth:`plan`).
+        stream : optional
+                Accepted for compatibility: GPU work runs on the package's current stream.
+        """
         self._check_live()
 
         def check(a, b, c, alpha, beta, epilog_inputs):
@@ -349,7 +378,20 @@ class Matmul:
 
     def execute(self, *, release_workspace=False, stream=None):
         """Compute this process's block of the result (Fortran-ordered, like cuBLASMp's) and,
-        with an epilog that has them, its aux outputs (in the operands' package). Collective."""
+        with an epilog that has them, its aux outputs (in the operands' package). Collective.
+
+        Parameters
+        ----------
+        release_workspace : bool
+            Accepted for compatibility (nothing is kept between calls).
+        stream : optional
+                Accepted for compatibility: GPU work runs on the package's current stream.
+
+        Returns
+        -------
+        array or (array, dict)
+            The local result, with the aux outputs when the epilog has them.
+        """
         self._check_live()
         if self._spec is None:
             raise InvalidStateError("execute() needs plan() first")
@@ -411,6 +453,36 @@ def matmul(a, b, /, c=None, *, distributions, alpha=None, beta=None, epilog=None
            epilog_inputs=None, qualifiers=None, quantization_scales=None, options=None,
            preferences=None, stream=None):
     """Distributed ``F(alpha * op(a) @ op(b) + beta * c)``; see :class:`Matmul`. Collective.
+
+    Parameters
+    ----------
+    a, b : array
+        This process's blocks of ``A`` and ``B``.
+    c : array, optional
+        This process's block of ``C``.
+    distributions : sequence of 3 Distribution
+        Of ``a``, ``b`` and the result (see :class:`Matmul`).
+    alpha, beta : float, optional
+        The scalars.
+    epilog : MatmulEpilog, optional
+        The fused epilog (as in :mod:`cuweave.linalg.advanced`).
+    epilog_inputs : dict, optional
+        This process's share of the epilog's inputs (see :meth:`Matmul.plan`).
+    qualifiers : numpy array of ``matrix_qualifiers_dtype``, optional
+        ``is_transpose`` / ``is_conjugate`` of ``a`` and ``b``.
+    quantization_scales : None
+        Must be ``None`` (narrow precision is not distributed yet).
+    options : MatmulOptions or dict, optional
+        See :class:`MatmulOptions`.
+    preferences : optional
+        Accepted for compatibility.
+    stream : optional
+        Accepted for compatibility: GPU work runs on the package's current stream.
+
+    Returns
+    -------
+    array or (array, dict)
+        As :meth:`Matmul.execute`.
 
     Examples
     --------

@@ -1,0 +1,334 @@
+"""``Solver``: one cuSOLVERDx device function (nvmath-python 1.0's ``nvmath.device.Solver``).
+
+A :class:`Solver` is a description (function, size, precision, ...) with libmathdx's traits
+(block dimension, suggested batches per block, workspace size; answered without compiling
+anything and without a GPU when ``sm`` is given). Inside a numba kernel its traits are
+compile-time constants and ``execute(...)`` calls the device function that libmathdx generated
+as LTO-IR, linked with cuSOLVERDx's precompiled library (one fatbin) when the kernel is built.
+The generated code and the fatbin go to the disk cache (:mod:`._cache`): a second process
+builds nothing. The specialised classes (``CholeskySolver``, ...) in :mod:`.cusolverdx` hold one
+``Solver`` per function they call.
+
+Code generation costs one NVRTC compilation inside libmathdx: about 2-3 s for the first
+description of a process, then about 0.1 s each (2-core development machine).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+from .._internal.errors import InvalidOptionError
+from .._internal.logging import get_logger
+from . import _cache
+from ._kernel_object import KernelObject, register_kernel_type
+from ._solver_options import SolverSpec
+from .common_cuda import ComputeCapability, Dim3
+
+__all__ = ["Solver", "compile_solver_execute", "execute_code", "fatbin_code", "is_cached",
+           "resolve", "versions", "value_type_of"]
+
+_log = get_logger("device.solver")
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict:
+    """Versions in every cache key of solver code: libmathdx, cuSOLVERDx, the NVRTC that
+    libmathdx compiles with (its LTO-IR must not be newer than the nvJitLink linking it), and
+    cuweave."""
+    from .._version import __version__
+    from . import _solver_mathdx
+
+    try:
+        from .._bindings.nvrtc import module
+
+        _, major, minor = module().nvrtcVersion()
+        nvrtc = f"{major}.{minor}"
+    except Exception:  # cuda-bindings without NVRTC: libmathdx found its own
+        nvrtc = "unknown"
+    return {**_solver_mathdx.versions(), "nvrtc": nvrtc, "cuweave": __version__, "source": 1}
+
+
+def value_type_of(precision: str, data_type: str):
+    """NumPy type of a solver's elements."""
+    if data_type == "complex":
+        return {"float32": np.complex64, "float64": np.complex128}[precision]
+    return np.dtype(precision).type
+
+
+@functools.lru_cache(maxsize=512)
+def resolve(spec: SolverSpec) -> tuple[SolverSpec, dict]:
+    """The description the code is generated from (every default and suggestion made
+    explicit, as nvmath-python generates it) and its traits."""
+    from . import _solver_mathdx
+
+    block = spec.execution == "Block"
+    if "suggested" in (spec.batches_per_block, spec.block_dim):
+        first = _solver_mathdx.traits(spec.with_(
+            batches_per_block=None if spec.batches_per_block == "suggested"
+            else spec.batches_per_block,
+            block_dim=None if spec.block_dim == "suggested" else spec.block_dim))
+        if spec.batches_per_block == "suggested":
+            spec = spec.with_(batches_per_block=first["suggested_batches_per_block"])
+        if spec.block_dim == "suggested":
+            spec = spec.with_(block_dim=tuple(first["suggested_block_dim"]))
+    resolved = spec.with_(
+        arrangement=spec.arrangements, data_type=spec.data_type or "real",
+        batches_per_block=(spec.batches_per_block or 1) if block else None,
+        leading_dimensions=spec.resolved_leading_dimensions())
+    return resolved, _solver_mathdx.traits(resolved)
+
+
+def _code_parts(spec: SolverSpec, dynamic_ld: bool) -> list:
+    return [list(spec.key()), "solver-execute-dynamic-ld" if dynamic_ld else "solver-execute",
+            versions()]
+
+
+def execute_code(spec: SolverSpec, dynamic_ld: bool = False) -> dict:
+    """``{'symbol', 'ltoir'}`` of a resolved description's device function (disk-cached)."""
+    from . import _solver_mathdx
+
+    def build(key):
+        ltoir, symbol = _solver_mathdx.compile_execute(spec, dynamic_ld)
+        if _log.isEnabledFor(10):
+            _log.debug("generated %s (%d bytes of LTO-IR)", symbol, len(ltoir))
+        return {"traits": None, "symbol": symbol, "ltoir": ltoir}
+
+    return _cache.cached(_code_parts(spec, dynamic_ld), build)
+
+
+def is_cached(spec: SolverSpec, dynamic_ld: bool = False) -> bool:
+    return _cache.load(_cache.make_key(_code_parts(spec, dynamic_ld))) is not None
+
+
+def fatbin_code() -> dict:
+    """cuSOLVERDx's device library (``{'ltoir': fatbin bytes}``, disk-cached)."""
+    from . import _solver_mathdx
+
+    def build(key):
+        return {"traits": None, "symbol": "cusolverdx-universal-fatbin",
+                "ltoir": _solver_mathdx.universal_fatbin()}
+
+    return _cache.cached(["cusolverdx-fatbin", versions()], build)
+
+
+def _check_nvbug_5288270(spec: SolverSpec) -> None:
+    from . import _solver_mathdx as mx
+
+    if mx.nvbug_5288270(spec) and not mx.nvbug_5288270_ignored():
+        raise mx.UnsupportedSolverError(
+            "function 'gesv_no_pivot' with data_type 'real' on sm 120 is refused (NVBUG "
+            "5288270: CUDA 12.8, 12.9 and 13.0 could miscompile it under register pressure); "
+            f"set {mx.NVBUG_5288270_VARIABLES[0]} to build it anyway and check its results")
+
+
+_KERNEL_ATTRIBUTES = frozenset({
+    "m", "n", "k", "size", "batches_per_block", "lda", "ldb", "leading_dimensions",
+    "block_dim", "block_size", "workspace_size", "value_type", "precision", "info_type",
+    "ipiv_type", "tau_type",
+})
+
+
+class Solver(KernelObject):
+    """One cuSOLVERDx device function (``potrf``, ``getrs_partial_pivot``, ``gels``, ...).
+
+    Parameters
+    ----------
+    function : str
+        One of :data:`cuweave.device._solver_options.FUNCTIONS` (nvmath-python's names).
+    size : sequence of 1 to 3 ints
+        ``(M,)`` (as ``(M, M, 1)``), ``(M, N)`` (as ``(M, N, 1)``) or ``(M, N, K)``.
+    precision : numpy.float32 or numpy.float64
+    execution : {'Block', 'Thread'}
+        One thread block per ``batches_per_block`` problems, or one thread per problem.
+    sm : int or ComputeCapability, optional
+        Target architecture; default: the current device's (given, no GPU is needed).
+    arrangement : 1 or 2 of 'col_major'/'row_major', optional
+        Storage order of A and B (default column-major).
+    transpose_mode, side, diag, fill_mode, job : str, optional
+        Where the function takes them (``fill_mode`` for Cholesky and ``trsm``, ...).
+    batches_per_block : int or 'suggested', optional
+        Problems per block (Block execution; default 1).
+    data_type : {'real', 'complex'}, optional
+    leading_dimensions : 1 or 2 ints, optional
+        ``(lda, ldb)``; default: the rows of column-major and columns of row-major matrices.
+    block_dim : 1 to 3 ints or 'suggested', optional
+
+    Notes
+    -----
+    Inside a ``@cuda.jit`` kernel, ``execute(...)`` takes the function's arguments in
+    cuSOLVERDx's order: arrays in shared memory (``value_type`` elements; ``int32`` for
+    ``info`` and ``ipiv``) and, for the run-time leading-dimension form, an integer after
+    each matrix (``potrf``: ``execute(a, info)`` or ``execute(a, lda, info)``). Launch Block
+    solvers with ``block_dim`` threads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = Solver("potrf", (32,), np.float32, "Block", sm=90, fill_mode="lower")
+    >>> s.size, s.lda, s.batches_per_block, s.value_type
+    ((32, 32, 1), 32, 1, <class 'numpy.float32'>)
+    """
+
+    def __init__(self, function, size, precision, execution, *, sm=None, arrangement=None,
+                 transpose_mode=None, side=None, diag=None, fill_mode=None,
+                 batches_per_block=None, data_type=None, leading_dimensions=None,
+                 block_dim=None, job=None):
+        if sm is None:
+            from ._options import default_sm
+
+            sm = default_sm()
+        spec = SolverSpec.from_knobs(
+            function, size, precision, execution, sm=sm, arrangement=arrangement,
+            transpose_mode=transpose_mode, side=side, diag=diag, fill_mode=fill_mode,
+            batches_per_block=batches_per_block, data_type=data_type,
+            leading_dimensions=leading_dimensions, block_dim=block_dim, job=job)
+        _check_nvbug_5288270(spec)
+        self._spec = spec
+        self._resolved, self._traits = resolve(spec)
+        register_kernel_type(Solver)
+
+    # ----- knobs ------------------------------------------------------------------------------
+    function = property(lambda self: self._spec.function)
+    size = property(lambda self: self._spec.size, doc="``(m, n, k)``.")
+    m = property(lambda self: self._spec.size[0])
+    n = property(lambda self: self._spec.size[1])
+    k = property(lambda self: self._spec.size[2])
+    execution = property(lambda self: self._spec.execution)
+    transpose_mode = property(lambda self: self._spec.transpose_mode)
+    side = property(lambda self: self._spec.side)
+    diag = property(lambda self: self._spec.diag)
+    fill_mode = property(lambda self: self._spec.fill_mode)
+    job = property(lambda self: self._spec.job)
+    data_type = property(lambda self: self._resolved.data_type)
+    arrangement = property(lambda self: self._resolved.arrangement,
+                           doc="``(A's, B's)`` storage order.")
+    a_arrangement = property(lambda self: self._resolved.arrangement[0])
+    b_arrangement = property(lambda self: self._resolved.arrangement[1])
+    leading_dimensions = property(lambda self: self._resolved.leading_dimensions,
+                                  doc="``(lda, ldb)`` (0 where the function has no such "
+                                      "matrix).")
+    lda = property(lambda self: self._resolved.leading_dimensions[0])
+    ldb = property(lambda self: self._resolved.leading_dimensions[1])
+
+    @property
+    def precision(self):
+        return np.dtype(self._spec.precision).type
+
+    @property
+    def sm(self) -> ComputeCapability:
+        return ComputeCapability(self._spec.sm // 100, (self._spec.sm // 10) % 10)
+
+    @property
+    def batches_per_block(self) -> int:
+        """Problems per block (1 for Thread solvers: one per thread)."""
+        return self._resolved.batches_per_block or 1
+
+    # ----- traits -----------------------------------------------------------------------------
+    @property
+    def block_dim(self) -> Dim3 | None:
+        """Threads of the block (cuSOLVERDx's, or those given); None for Thread solvers (one
+        problem per thread, any block), as Thread FFTs report it."""
+        bd = self._traits["block_dim"]
+        return Dim3(*bd) if bd is not None else None
+
+    @property
+    def block_size(self) -> int | None:
+        if self.block_dim is None:
+            return None
+        x, y, z = self.block_dim
+        return x * y * z
+
+    @property
+    def workspace_size(self) -> int:
+        """Workspace in elements of :attr:`value_type` (``heev``), not bytes."""
+        return int(self._traits["workspace_size"])
+
+    @property
+    def value_type(self):
+        return value_type_of(self._spec.precision, self.data_type)
+
+    info_type = property(lambda self: np.int32, doc="Type of ``info`` (int32).")
+    ipiv_type = property(lambda self: np.int32, doc="Type of pivots (int32, 1-based).")
+    tau_type = property(lambda self: self.value_type, doc="Type of ``tau``.")
+
+    # ----- code -------------------------------------------------------------------------------
+    def _generate(self, dynamic_ld: bool = False) -> dict:
+        """Generate (or load) this function's code; returns ``{'symbol', 'ltoir'}``."""
+        return execute_code(self._resolved, dynamic_ld)
+
+    def execute(self, *args):
+        """Only callable inside a numba kernel (see the class notes)."""
+        raise RuntimeError("Solver.execute is a device function: call it inside a @cuda.jit "
+                           "kernel")
+
+    # ----- inside kernels ---------------------------------------------------------------------
+    def _kernel_key(self) -> tuple:
+        return self._resolved.key()
+
+    def _kernel_attribute(self, name: str):
+        if name in _KERNEL_ATTRIBUTES:
+            return getattr(self, name)
+        if name == "execute":
+            from . import _solver_numba
+
+            return _solver_numba.execute_function(self)
+        raise AttributeError(name)
+
+    def __repr__(self):
+        s = self._resolved
+        knobs = ", ".join(f"{k}={getattr(s, k)!r}" for k in
+                          ("transpose_mode", "side", "diag", "fill_mode", "job")
+                          if getattr(s, k) is not None)
+        return (f"Solver({s.function!r}, size={s.size}, precision={s.precision}, "
+                f"execution={s.execution!r}, sm={s.sm // 10}, data_type={s.data_type!r}, "
+                f"arrangement={s.arrangement}, leading_dimensions={s.leading_dimensions}"
+                f"{', ' + knobs if knobs else ''}, batches_per_block={self.batches_per_block}, "
+                f"block_dim={self.block_dim and tuple(self.block_dim)})")
+
+
+def compile_solver_execute(solver: Solver, code_type=None,
+                           execution_api: str = "compiled_leading_dim"):
+    """nvmath-python's ``compile_solver_execute``: ``(code, symbol)`` of ``solver``'s device
+    function, ``code`` having ``.data`` (the LTO-IR bytes) and ``.code_type``.
+
+    ``execution_api`` is ``'compiled_leading_dim'`` or ``'runtime_leading_dim'``; a
+    ``code_type`` (an object with ``cc``, e.g. :class:`~cuweave.device.CodeType`) must match
+    the solver's ``sm``.
+    """
+    from .common_cuda import CodeType
+
+    apis = ("compiled_leading_dim", "runtime_leading_dim")
+    if execution_api not in apis:
+        raise InvalidOptionError(f"execution_api must be one of {apis}, got {execution_api!r}")
+    if not isinstance(solver, Solver):
+        raise InvalidOptionError(f"solver must be a Solver, got {solver!r}")
+    if code_type is not None:
+        cc = getattr(code_type, "cc", code_type)
+        if not isinstance(cc, tuple) or tuple(cc[:2]) != tuple(solver.sm[:2]):
+            raise InvalidOptionError(f"code_type must target the solver's sm {solver.sm}, "
+                                     f"got {code_type!r}")
+        if getattr(code_type, "kind", "lto") != "lto":
+            raise InvalidOptionError(f"code_type must be of kind 'lto', got {code_type!r}")
+    code = solver._generate(execution_api == "runtime_leading_dim")
+    return _Code(CodeType("lto", solver.sm), bytes(code["ltoir"])), code["symbol"]
+
+
+class _Code:
+    """Generated device code: ``code_type`` and ``data`` (bytes), as nvmath-python's
+    ``Code``."""
+
+    __slots__ = ("code_type", "data")
+
+    def __init__(self, code_type, data: bytes):
+        self.code_type, self.data = code_type, data
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def __repr__(self):
+        return f"Code(code_type={self.code_type!r}, {len(self.data)} bytes)"

@@ -1,0 +1,193 @@
+"""Smoke test of the CPU fuzzer (scripts/fuzz_cpu.py, issue #33).
+
+Two things are checked: the fuzzer's oracles really fail on planted defects (a wrong result,
+a write into an input, a write past a target's last element, an untyped error, a crash of the
+child process), so a clean run means something; and a fixed-seed run of a few dozen cases
+finds nothing beyond the known defects of docs/fuzz-findings.md, listed below by id. When a
+fix lands, remove its entry here: the run then proves the defect stays fixed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+if importlib.util.find_spec("torch") is None:  # found, not imported: the child imports it
+    pytest.skip("the fuzzer passes torch CPU tensors among its operands",
+                allow_module_level=True)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("fuzz_cpu", ROOT / "scripts" / "fuzz_cpu.py")
+fz = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fz)
+
+SEED = 7
+N_CASES = 60
+
+
+# ---------------------------------------------------------------- the known defects
+def _dlpack(rec):
+    return rec["pkg"] in ("dlpack", "dlpack_bytes", "mmap")
+
+
+def _target(case):
+    name = case.get("inplace")
+    return case["ops"].get(name) if name else None
+
+
+def _readonly_target(case):
+    t = _target(case)
+    return t is not None and (t["pkg"] in ("dlpack_bytes", "mmap") or (t["ro"] and _dlpack(t)))
+
+
+def _dlpack_negative_strides(case):
+    return any(_dlpack(r) and any(s < 0 for s in r["strides"]) for r in case["ops"].values())
+
+
+def _c_has_extra_dims(case):
+    c = case["ops"].get("c")
+    a, b = case["ops"].get("a"), case["ops"].get("b")
+    if c is None or a is None or b is None:
+        return False
+    nd = max(len(a["shape"]), len(b["shape"]))
+    nd = nd if min(len(a["shape"]), len(b["shape"])) > 1 else nd - 1
+    return len(c["shape"]) > nd
+
+
+def _zero_stride_contracted_mode(case):
+    """A mode summed over (in the inputs, not the output) with stride 0 in every input."""
+    if case["target"] not in ("binary", "ternary") or not isinstance(case.get("expr"), str) \
+            or "->" not in case["expr"]:
+        return False
+    terms, out = case["expr"].split("->")
+    names = ["a", "b", "c"][:len(terms.split(","))]
+    strides = {}
+    for name, term in zip(names, terms.split(",")):
+        rec = case["ops"].get(name)
+        if rec is None or len(rec["strides"]) != len(term):
+            return False
+        for mode, st, n in zip(term, rec["strides"], rec["shape"]):
+            if n > 1:
+                strides.setdefault(mode, []).append(st)
+    return any(m not in out and all(st == 0 for st in sts) for m, sts in strides.items())
+
+
+def _np_operand(case, pkgs):
+    a = case["ops"].get("a")
+    return case["target"] in ("npfft", "scipy") and a is not None and a["pkg"] in pkgs
+
+
+#: id -> (what it is, predicate on (case, category, message)); docs/fuzz-findings.md#<id>
+KNOWN = {
+    "F01": ("DLPack operands with negative strides are read/written at the wrong addresses",
+            lambda c, cat, m: _dlpack_negative_strides(c) and cat in (
+                "wrong-result", "guard-write", "input-modified", "crash")),
+    "F02": ("read-only memory reached through DLPack is written in place (issue #33 item 10)",
+            lambda c, cat, m: _readonly_target(c) and cat in (
+                "accepts-invalid", "input-modified", "crash", "guard-write")),
+    "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
+            lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
+            and "assignment destination is read-only" in m),
+    "F04": ("tensor contractions write a read-only out= (untyped NumPy error)",
+            lambda c, cat, m: c["target"] in ("binary", "ternary") and cat == "untyped-error"
+            and "assignment destination is read-only" in m),
+    "F05": ("torch tensors with the lazy conjugate bit as in-place targets (item 12)",
+            lambda c, cat, m: _target(c) is not None and _target(c)["conj"]
+            and cat in ("wrong-result", "accepts-invalid")),
+    "F06": ("one planned object shared by threads returns another thread's result (item 13)",
+            lambda c, cat, m: cat == "thread-race"),
+    "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
+            lambda c, cat, m: c["target"] == "lifecycle" and cat == "untyped-error"
+            and re.search(r"(pickle|deepcopy|copy)", m) is not None),
+    "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",
+            lambda c, cat, m: c["target"] == "huge" and cat == "untyped-error"
+            and "MemoryError" in m),
+    "F10": ("Matmul.alpha/beta can be set after free() (item 14)",
+            lambda c, cat, m: c["target"] == "lifecycle" and cat == "accepts-invalid"
+            and "set_alpha" in m),
+    "F11": ("norm=np.str_('ortho') is refused (item 14)",
+            lambda c, cat, m: "np.str_('ortho')" in m),
+    "F12": ("a c with more leading dimensions than the product is returned without them",
+            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
+            and "shape" in m and _c_has_extra_dims(c)),
+    "F13": ("empty DLPack operands raise an untyped ValueError",
+            lambda c, cat, m: cat == "untyped-error" and "multiple of element size" in m),
+    "F14": ("cuweave.fft.numpy refuses lists and Python scalars (item 7)",
+            lambda c, cat, m: _np_operand(c, ("list", "scalar"))
+            and cat in ("refused-valid", "error-mismatch")),
+    "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
+            lambda c, cat, m: c["target"] in ("npfft", "scipy")
+            and "at least one dimension" in m),
+    "F16": ("cuweave.fft.numpy (and the scipy backend serving NumPy arrays) computes "
+            "zero-length transforms NumPy/SciPy refuse (item 7)",
+            lambda c, cat, m: cat == "accepts-invalid"
+            and ("Invalid number of FFT data points (0)" in m  # NumPy's words
+                 or "invalid number of data points ([0])" in m)),  # SciPy's
+    "F17": ("cuweave.fft.numpy accepts out= of a dtype NumPy's casting refuses (item 7)",
+            lambda c, cat, m: cat == "accepts-invalid" and "same_kind" in m),
+    "F18": ("cuweave.fft.numpy refuses repeated axes that NumPy transforms twice",
+            lambda c, cat, m: cat == "refused-valid" and "axes must be unique" in m),
+    "F19": ("cuweave.fft.numpy: precision and dtype of results differ from NumPy's "
+            "(out= wider than the input; float16 inputs)",
+            lambda c, cat, m: c["target"] == "npfft" and cat == "wrong-result" and (
+                "numpy gives float16" in m or (c.get("out") and re.search(
+                    r"max error \d(\.\d+)?e-0[5-9]", m) is not None))),
+    "F20": ("cuweave.fft.numpy's AxisError is not numpy.exceptions.AxisError",
+            lambda c, cat, m: cat == "error-mismatch" and m.startswith("AxisError")
+            and "numpy raises AxisError" in m),
+    "F21": ("cuweave.fft.numpy raises other error types than NumPy for bad axes/s/norm "
+            "(InvalidOptionError where NumPy raises AxisError/IndexError/TypeError; another "
+            "validation order when several arguments are bad)",
+            lambda c, cat, m: cat == "error-mismatch" and c["target"] in ("npfft", "scipy")
+            and re.match(r"(InvalidOptionError|InvalidOperandError|AxisError|"
+                         r"OperandTypeError): (norm|axes|axis|s|n|x|out) ", m) is not None
+            and re.search(r"(numpy|scipy) raises (AxisError|IndexError|TypeError|"
+                          r"UFuncTypeError)", m) is not None),
+    "F22": ("matmul reads a lazily conjugated torch c without its conjugate: "
+            "a@b + conj(c)",
+            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
+            and c["ops"].get("c", {}).get("conj", False) and c.get("inplace") != "c"),
+    "F23": ("tensor contractions lose a summed mode whose stride is 0 in every input "
+            "(broadcast views): the sum counts it once",
+            lambda c, cat, m: cat == "wrong-result" and _zero_stride_contracted_mode(c)),
+}
+
+
+def known(case, category, message):
+    """The ids of the known defects this finding belongs to."""
+    return [k for k, (_, pred) in KNOWN.items() if pred(case, category, message)]
+
+
+# ---------------------------------------------------------------- the oracles can fail
+@pytest.mark.parametrize("kind", ["wrong-result", "input-modified", "guard-write",
+                                  "untyped-error"])
+def test_planted_defect_is_caught(kind):
+    case = fz.planted_case(kind)
+    clean = dict(case)
+    clean.pop("plant")
+    assert fz.run_case(clean)[0] == []  # the same call without the defect passes
+    findings, _ = fz.run_case(case)
+    assert kind in [f[0] for f in findings], findings
+    assert not known(case, kind, findings[0][1])  # no known defect hides a planted one
+
+
+def test_fixed_seed_run_finds_only_known_defects_and_attributes_a_crash():
+    cases = [fz.gen_case(SEED, i) for i in range(N_CASES)]
+    crash = fz.planted_case("crash")
+    results = fz.run_cases(cases + [crash], confirm=False)  # the crash runs last
+    assert len(results) == N_CASES + 1
+    *normal, (last_case, last) = results
+    assert last_case is crash and [f[0] for f in last["findings"]] == ["crash"]
+    unknown = []
+    for case, ans in normal:
+        assert ans["outcome"] != "fuzzer-error", ans
+        for cat, msg in ans["findings"]:
+            if not known(case, cat, msg):
+                unknown.append(f"case {case['id']}: {cat}: {msg}\n{fz.reproducer(case)}")
+    assert not unknown, "new defects (add them to docs/fuzz-findings.md):\n\n" + \
+        "\n\n".join(unknown)
+    # the run exercised every kind of target it names
+    assert {c["target"] for c in cases} >= {"matmul", "fft", "npfft", "binary"}
