@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import dlpack as _dl
+from . import memory as _memory
 from .dtypes import ITEMSIZE, canonical_name, numpy_dtype
 from .errors import InvalidOperandError
-from .memory import allocate
 from .registry import adapter
 
 __all__ = ["ALIGNMENT", "alignment", "Operand", "check_same_place", "DeviceArray", "c_strides",
@@ -205,7 +205,7 @@ class DeviceArray:
     """A minimal device array returned for non-torch/CuPy producers.
 
     Exports ``__cuda_array_interface__`` (v3) and ``__dlpack__``; ``copy_to_host()`` gives a
-    NumPy array. Its memory comes from :func:`cuweave._internal.packages.allocate`.
+    NumPy array. Its memory comes from :func:`cuweave._internal.memory.allocate`.
     """
 
     def __init__(self, shape, dtype: str, *, device_id: int = 0, strides=None, stream: int = 0,
@@ -216,7 +216,7 @@ class DeviceArray:
         self.itemsize = ITEMSIZE[self.dtype]
         self.strides = tuple(strides) if strides is not None else c_strides(self.shape)
         nbytes = _extent(self.shape, self.strides) * self.itemsize
-        self._mem = memory if memory is not None else allocate(
+        self._mem = memory if memory is not None else _memory.allocate(
             nbytes, package=None, device_id=device_id, stream=stream, allocator=allocator)
         self.ptr = self._mem.device_ptr
         self._stream = int(stream)  # where the data is (being) produced

@@ -621,8 +621,8 @@ def generate_missing(objects, max_workers=None) -> None:
     import os
 
     from .._internal.logging import get_logger
-    from ._solver_core import execute_code, fatbin_code, is_cached
     from ._parallel import generate_in_processes
+    from ._solver_core import execute_code, fatbin_code, is_cached
 
     missing = {}
     for obj in objects:
