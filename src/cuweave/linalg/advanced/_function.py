@@ -82,30 +82,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         alpha = _scalar(alpha, None, "alpha")
     if beta is not None and c is not None and type(beta) is not float:  # no c: ignored
         beta = _scalar(beta, None, "beta")
-    return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-                 options, preferences, algorithm, execution, stream)
-
-
-def _alpha(plan, alpha) -> tuple:
-    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
-    if (type(alpha) is not float and not plan.spec.complex
-            and isinstance(alpha, complex | np.complexfloating)):
-        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
-    return (alpha, 0.0)
-
-
-def _ignored_inputs(epilog_inputs, options):
-    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
-    rule), on the options' logger when one is given."""
-    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
-                                                                             None)
-    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
-
-
-def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-          options, preferences, algorithm, execution, stream):
-    """:func:`matmul`: the key (read off torch/CuPy device arrays, else built from the operands
-    wrapped once), the cached plan or a new one, a fresh call run on it; the plan goes back."""
+    # the key, read off torch/CuPy device arrays or built from the operands wrapped once; the
+    # cached plan or a new one; a fresh call run on it; the plan goes back
     found = plan = None
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
@@ -162,15 +140,9 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
             key = None
     fresh = plan is None
     if fresh:  # a miss: the plan is made for these operands
-        opts = coerce_options(options, MatmulOptions, "options")
-        spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
-        given = dict(inputs or {})  # wrapped once: the plan takes the records
-        if aux_scale is not None:
-            given[AUX_SCALE] = aux_scale
-        plan, inputs, aux_scale = make_plan(
-            spec, ops, preferences=preferences, epilog=epilog,
-            epilog_inputs=given if epilog_inputs is not None else None,
-            algorithms=[algorithm] if algorithm is not None else None)
+        plan, inputs, aux_scale = _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs,
+                                            qualifiers, options, preferences, algorithm,
+                                            execution)
     s = None
     try:
         # the call's own values, checked before it runs (a hit's epilog inputs need no check:
@@ -190,3 +162,33 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
             plan_cache.put(key, plan, plan.workspace_size)
         else:
             plan.free()
+
+
+def _alpha(plan, alpha) -> tuple:
+    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
+    if (type(alpha) is not float and not plan.spec.complex
+            and isinstance(alpha, complex | np.complexfloating)):
+        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
+    return (alpha, 0.0)
+
+
+def _ignored_inputs(epilog_inputs, options):
+    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
+    rule), on the options' logger when one is given."""
+    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
+                                                                             None)
+    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
+
+
+def _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs, qualifiers, options, preferences,
+              algorithm, execution):
+    """``(plan, inputs, aux scale)`` of a cache miss: the spec of ``ops`` and its plan, the
+    epilog inputs (wrapped once, ``inputs``) and the aux scale given to it."""
+    opts = coerce_options(options, MatmulOptions, "options")
+    spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
+    given = dict(inputs or {})  # wrapped once: the plan takes the records
+    if aux_scale is not None:
+        given[AUX_SCALE] = aux_scale
+    return make_plan(spec, ops, preferences=preferences, epilog=epilog,
+                     epilog_inputs=given if epilog_inputs is not None else None,
+                     algorithms=[algorithm] if algorithm is not None else None)
