@@ -47,12 +47,15 @@ def operand_key(op, aligned: bool = True) -> tuple | None:
 
 def freeze(value):
     """A hashable stand-in for an argument value (dataclasses, dicts and arrays by content)."""
-    if value is None or isinstance(value, str | int | float):
-        return value
-    if isinstance(value, Operand):
+    if value is None:
+        return None
+    t = type(value)
+    if t is Operand:
         return operand_key(value)
-    if isinstance(value, tuple):
-        return tuple(freeze(v) for v in value)
+    if t is str or t is int or t is float or t is bool or isinstance(value, str | int | float):
+        return value
+    if t is tuple:
+        return tuple(map(freeze, value))
     if isinstance(value, dict):
         return (dict, tuple(sorted((k, freeze(v)) for k, v in value.items())))
     fields = getattr(value, "__dataclass_fields__", None)
@@ -76,7 +79,7 @@ def freeze(value):
 def plan_key(*parts) -> tuple:
     """The key of a plan made from ``parts`` (operand records, options, anything else that
     shapes the plan), each by :func:`freeze`."""
-    return tuple(freeze(p) for p in parts)
+    return tuple([None if p is None else freeze(p) for p in parts])
 
 
 class PlanCache:

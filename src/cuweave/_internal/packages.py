@@ -92,7 +92,8 @@ def array_adapter(x):
 def wrap_operand(x, name: str = "operand") -> Operand:
     """Describe ``x`` as an :class:`Operand`; ``name`` is used in error messages.
 
-    The array's adapter (:func:`adapter_of`) wraps it: one route for every package.
+    The array's adapter (:func:`adapter_of`) wraps it: one route for every package (the
+    adapter is remembered per array type, so the lookup is made once per type).
 
     Examples
     --------
@@ -100,12 +101,22 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     >>> wrap_operand(np.zeros((2, 3), dtype=np.float32).T, "a")
     Operand(numpy, float32, shape=(3, 2), strides=(1, 3), cpu)
     """
+    cls = type(x)
     try:
-        return adapter_of(x).wrap(x, name)
+        ad = _WRAP.get(cls)
+        if ad is None:
+            ad = adapter_of(x)
+            if len(_WRAP) < 256:  # bounded: classes made on the fly are looked up each time
+                _WRAP[cls] = ad
+        return ad.wrap(x, name)
     except InvalidOperandError as e:  # dtypes.canonical_name does not know the parameter
         if str(e).startswith("dtype must"):
             raise InvalidOperandError(f"{name} {e}") from None
         raise
+
+
+#: array type -> its adapter (filled by :func:`wrap_operand`)
+_WRAP: dict = {}
 
 
 def probe(x):

@@ -153,7 +153,8 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
             aux_type=plan.prefs.epilog.aux_type, reread_c=not fresh, checked_aux=fresh)
         call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
                        scales, aux_scale)
-        call.staged = plan.stage(ops)
+        if spec.host:
+            call.staged = plan.stage(ops)
         return plan.run(call)
     finally:
         if s is not None:

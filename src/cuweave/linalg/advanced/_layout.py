@@ -254,7 +254,7 @@ def aux_frames_of(inputs) -> tuple | None:
     by name): the frame each one's forward pass produced it in (:func:`recall_aux_frame`), a
     part of a plan's key (a square aux input's layout does not tell it); ``None`` without
     inputs."""
-    if not inputs:
+    if not inputs or ("relu_aux" not in inputs and "gelu_aux" not in inputs):
         return None
     return tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
                         if k in ("relu_aux", "gelu_aux")))

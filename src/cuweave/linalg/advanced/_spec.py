@@ -461,7 +461,7 @@ class Spec:
         if reread_c and c_given:
             ops["c"] = self.matrix_c(ops["c"])
         scalars = self.scalars(alpha, beta, c_given)
-        scales = self.call_scales(quantization_scales)[1]
+        scales = {} if quantization_scales is None else self.call_scales(quantization_scales)[1]
         if aux_scale is not None and not checked_aux:
             aux_scale = self.aux_scale(aux_scale, aux_type)
         return scalars, scales, aux_scale, None if stream is None else self.stream(stream)
