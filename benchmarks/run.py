@@ -1,7 +1,8 @@
 """Run cuweave's benchmarks side by side with torch, CuPy and nvmath-python.
 
     python benchmarks/run.py --engines matmul,fft,fft_scipy,device_fft,device_random,\
-        linalg,linalg_cpu,matmul_cpu,torch,llm,tensor,tensor_cpu [--quick] --out DIR
+        linalg,linalg_cpu,matmul_cpu,torch,llm,tensor,tensor_cpu,sparse,sparse_cpu \
+        [--quick] --out DIR
 
 Each engine lives in ``benchmarks/cases_<engine>.py`` with ``run(results, quick)``. Results go
 to ``DIR/<engine>.json|md|png``. Engines whose hardware is missing are skipped with a note.
@@ -22,7 +23,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "src"))
 from harness import Results  # noqa: E402
 
 GPU_ENGINES = ("matmul", "fft", "fft_scipy", "device_fft", "device_random", "device_matmul",
-               "device_solver", "torch", "llm", "graph", "tensor", "linalg")
+               "device_solver", "torch", "llm", "graph", "tensor", "linalg",
+               "sparse")
 
 
 def main(argv=None) -> int:

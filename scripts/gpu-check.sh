@@ -8,8 +8,10 @@
 # device (tests/device but test_matmul_gpu.py, code generation bound: each module on one of
 # XDIST workers so its warm-up fixture builds once, 46 tests in 162-202 s on 16 cores),
 # device_matmul (test_matmul_gpu.py alone, its warm-up on every CPU: 91 tests in 308 s with
-# the code cached, longer on a fresh machine), examples, bench. A machine that limits one
-# command to 10 minutes runs them as separate commands (PARTS=tests,examples, then
+# the code cached, longer on a fresh machine), examples, bench; sparse (not in the default set:
+# it needs cuDSS carried, see docs/sparse.md; GPU tests of tests/sparse, examples/sparse, the
+# sparse benchmark, --quick unless BENCH_FULL=1, SPARSE_CASES picks its systems). A machine
+# that limits one command to 10 minutes runs them as separate commands (PARTS=tests,examples, then
 # PARTS=device, then PARTS=device_matmul, then PARTS=bench).
 # Logs go to $OUT (or ./gpu-check-out): summary.txt, pytest-gpu.txt, pytest-device.txt,
 # pytest-device-matmul.txt, examples.txt, bench.tar.gz.
@@ -38,8 +40,10 @@ if has tests; then
   # the tensor engine's GPU tests need libcutensor, which the image lacks: carried and named
   # by CUWEAVE_CUTENSOR_PATH (docs/tensor.md), else left out of the default set
   skip_tensor=--ignore=tests/tensor; [[ -n ${CUWEAVE_CUTENSOR_PATH:-} ]] && skip_tensor=
+  # likewise cuDSS (CUWEAVE_CUDSS_PATH; docs/sparse.md)
+  skip_sparse=--ignore=tests/sparse; [[ -n ${CUWEAVE_CUDSS_PATH:-} ]] && skip_sparse=
   python3 -m pytest -q -m "gpu or multi_gpu" -p no:cacheprovider -n "$XDIST" -rfE \
-    ${PYTEST_ARGS:---ignore=tests/device $skip_tensor tests} > "$OUT/pytest-gpu.txt" 2>&1
+    ${PYTEST_ARGS:---ignore=tests/device $skip_tensor $skip_sparse tests} > "$OUT/pytest-gpu.txt" 2>&1
   rc=$?; [[ $rc -ne 0 ]] && status=1
   { echo "== pytest -m gpu: rc=$rc"; tail -n 30 "$OUT/pytest-gpu.txt"; } >> "$OUT/summary.txt"
 fi
@@ -85,6 +89,27 @@ if has bench; then
   { echo "== benchmarks: rc=$rc"; grep -E "speedup|==|Error" "$OUT/bench.txt" | tail -n 60; } \
     >> "$OUT/summary.txt"
   tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench bench.txt && rm -rf "$OUT/bench" "$OUT/bench.txt"
+fi
+if has sparse; then  # cuDSS: the nvidia-cudss-cu13 wheel, or CUWEAVE_CUDSS_PATH (docs/sparse.md)
+  python3 -c "from cuweave._bindings import cudss; print('cuDSS', cudss.version(), \
+    cudss.library_path())" >> "$OUT/summary.txt" 2>&1
+  python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/sparse \
+    > "$OUT/pytest-sparse.txt" 2>&1
+  rc=$?; [[ $rc -ne 0 ]] && status=1
+  { echo "== pytest -m gpu tests/sparse: rc=$rc"; tail -n 30 "$OUT/pytest-sparse.txt"; } \
+    >> "$OUT/summary.txt"
+  for f in examples/sparse/[a-z]*.py; do
+    echo "== $f" >> "$OUT/examples-sparse.txt"
+    timeout 300 python3 "$f" >> "$OUT/examples-sparse.txt" 2>&1
+    rc=$?; [[ $rc -ne 0 ]] && status=1
+    echo "== $f: rc=$rc" | tee -a "$OUT/examples-sparse.txt" >> "$OUT/summary.txt"
+  done
+  quick=--quick; [[ -n ${BENCH_FULL:-} ]] && quick=
+  python3 benchmarks/run.py --engines sparse $quick --out "$OUT/bench-sparse" \
+    > "$OUT/bench-sparse.txt" 2>&1
+  rc=$?; [[ $rc -ne 0 ]] && status=1
+  { echo "== sparse benchmarks: rc=$rc"; grep -E "speedup|==|Error|timed out" \
+      "$OUT/bench-sparse.txt" | tail -n 40; } >> "$OUT/summary.txt"
 fi
 echo "== gpu-check status=$status" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt"

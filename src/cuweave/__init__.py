@@ -35,6 +35,7 @@ __all__ = [
     "linalg",
     "fft",
     "tensor",
+    "sparse",
     "device",
     "info",
     "is_available",
@@ -57,7 +58,7 @@ __all__ = [
     "CufftError",
 ]
 
-_SUBMODULES = ("linalg", "fft", "tensor", "device", "distributed", "torch")
+_SUBMODULES = ("linalg", "fft", "tensor", "device", "distributed", "torch", "sparse")
 
 
 def __getattr__(name: str):
