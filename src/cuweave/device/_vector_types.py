@@ -188,18 +188,19 @@ def vector_type_of(name: str) -> VectorType:
 
 def register_element_types(complex_cls, vector_cls) -> None:
     """Type :mod:`cuweave.device.types` objects (``complex64``, ``half4``, ...: instances of
-    ``complex_cls`` and ``vector_cls``) as dtypes, and give numba complex numbers the
-    ``.x``/``.y`` components of their vector twins (``types`` calls this when it is imported
-    with numba present)."""
+    ``complex_cls`` and ``vector_cls``) as dtypes (``types`` calls this when it is imported with
+    numba present)."""
     from numba.cuda.extending import typeof_impl
-
-    Complex, Vector = complex_cls, vector_cls  # noqa: N806 - the classes' own names
 
     def _typeof_element(val, c):
         return types.NumberClass(val.numba_type())
 
-    typeof_impl.register(Complex)(_typeof_element)
-    typeof_impl.register(Vector)(_typeof_element)
+    typeof_impl.register(complex_cls)(_typeof_element)
+    typeof_impl.register(vector_cls)(_typeof_element)
+
+
+def _register_complex_components() -> None:
+    """Give numba complex numbers the ``.x``/``.y`` components of their vector twins."""
 
     @_typing_registry.register_attr
     class _ComplexComponents(AttributeTemplate):
@@ -212,3 +213,6 @@ def register_element_types(complex_cls, vector_cls) -> None:
         lower_attr(types.Complex, name)(
             lambda context, builder, typ, value, index=index: getattr(
                 context.make_complex(builder, typ, value=value), ("real", "imag")[index]))
+
+
+_register_complex_components()
