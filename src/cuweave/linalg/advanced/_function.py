@@ -139,18 +139,19 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         except TypeError:  # something unhashable: no caching
             key = None
     fresh = plan is None
-    if fresh:  # a miss: the plan is made for these operands
-        plan, inputs, aux_scale = _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs,
-                                            qualifiers, options, preferences, algorithm,
-                                            execution)
+    if fresh:  # a miss: the call's values checked, then the plan made for these operands
+        plan, inputs, values = _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs,
+                                         qualifiers, options, preferences, algorithm,
+                                         execution, alpha, beta, quantization_scales, stream)
     s = None
     try:
-        # the call's own values, checked before it runs (a hit's epilog inputs need no check:
-        # the key holds their layouts and an aux input's frame)
         spec = plan.spec
-        scalars, scales, aux_scale, s = spec.call_values(
-            ops, alpha, beta, quantization_scales, stream, aux_scale=aux_scale,
-            aux_type=plan.prefs.epilog.aux_type, reread_c=not fresh, checked_aux=fresh)
+        if not fresh:  # a hit's own values, checked before it runs (its epilog inputs need
+            # no check: the key holds their layouts and an aux input's frame)
+            values = spec.call_values(ops, alpha, beta, quantization_scales, stream,
+                                      aux_scale=aux_scale, aux_type=plan.prefs.epilog.aux_type,
+                                      reread_c=True)
+        scalars, scales, aux_scale, s = values
         call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
                        scales, aux_scale)
         if spec.host:
@@ -182,14 +183,18 @@ def _ignored_inputs(epilog_inputs, options):
 
 
 def _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs, qualifiers, options, preferences,
-              algorithm, execution):
-    """``(plan, inputs, aux scale)`` of a cache miss: the spec of ``ops`` and its plan, the
-    epilog inputs (wrapped once, ``inputs``) and the aux scale given to it."""
+              algorithm, execution, alpha, beta, quantization_scales, stream):
+    """``(plan, inputs, call values)`` of a cache miss: the spec of ``ops``, the call's values
+    checked on it (:meth:`Spec.call_values`, before any work), then its plan with the epilog
+    inputs (wrapped once, ``inputs``) and the aux scale (checked by the plan)."""
     opts = coerce_options(options, MatmulOptions, "options")
     spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
+    scalars, scales, _, s = spec.call_values(ops, alpha, beta, quantization_scales, stream)
     given = dict(inputs or {})  # wrapped once: the plan takes the records
     if aux_scale is not None:
         given[AUX_SCALE] = aux_scale
-    return make_plan(spec, ops, preferences=preferences, epilog=epilog,
-                     epilog_inputs=given if epilog_inputs is not None else None,
-                     algorithms=[algorithm] if algorithm is not None else None)
+    plan, inputs, aux_scale = make_plan(
+        spec, ops, preferences=preferences, epilog=epilog,
+        epilog_inputs=given if epilog_inputs is not None else None,
+        algorithms=[algorithm] if algorithm is not None else None)
+    return plan, inputs, (scalars, scales, aux_scale, s)

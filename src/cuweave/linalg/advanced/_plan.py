@@ -189,6 +189,10 @@ class Plan:
         from . import _cuda
 
         spec, p, epi = self.spec, self.problem, self.epilog
+        # what nothing can refuse first: the operands' alignments, the autotune cache's key
+        lt_align = self._alignments(ops)
+        tuned = algorithms is None and _autotune_cache.enabled()
+        tune_key = self.cache_key() if tuned else None
         validate_epilog(epi, dtype=spec.types["d"], k=p.k, batched=p.batch_count > 1,
                         version=lt.get_version())
         if p.c_broadcast and not spec.host and not spec.adapter.can_broadcast:
@@ -199,10 +203,9 @@ class Plan:
                 "operands (broadcasting c needs torch or CuPy), got a broadcast/strided c")
         _check_lt_layout(self.binding.lt, epi, p)
         self.engine = _cuda.CudaEngine(spec.device_id, spec.package, spec.host, spec.options)
-        lt_align = self._alignments(ops)
         cached = None
-        if algorithms is None and _autotune_cache.enabled():
-            algorithms = cached = _autotune_cache.lookup(spec.device_id, self.cache_key())
+        if tuned:
+            algorithms = cached = _autotune_cache.lookup(spec.device_id, tune_key)
         plan = functools.partial(self.engine.plan, p, spec.types, self.binding.lt,
                                  self.binding, self.prefs, alignments=lt_align)
         if cached is None:

@@ -452,17 +452,16 @@ class Spec:
         return scales, self.scales(scales)
 
     def call_values(self, ops, alpha, beta, quantization_scales, stream, *, aux_scale=None,
-                    aux_type=None, reread_c=False, checked_aux=False) -> tuple:
+                    aux_type=None, reread_c=False) -> tuple:
         """``(scalars, checked scales, aux scale, Stream or None)`` of a call on this spec,
         checked before it runs (``reread_c``: a 1-D ``c`` in ``ops`` is read as the planned
-        matrix, in place; ``aux_scale`` checked for the planned ``aux_type`` unless
-        ``checked_aux``)."""
+        matrix, in place; ``aux_scale`` checked for the planned ``aux_type``)."""
         c_given = "c" in ops
         if reread_c and c_given:
             ops["c"] = self.matrix_c(ops["c"])
         scalars = self.scalars(alpha, beta, c_given)
         scales = {} if quantization_scales is None else self.call_scales(quantization_scales)[1]
-        if aux_scale is not None and not checked_aux:
+        if aux_scale is not None:
             aux_scale = self.aux_scale(aux_scale, aux_type)
         return scalars, scales, aux_scale, None if stream is None else self.stream(stream)
 
