@@ -931,3 +931,12 @@ def test_pointer_setter_patches_one_prebuilt_buffer(monkeypatch):
     assert a0.value == int(lt.MatmulDescAttribute.BIAS_POINTER) and a1 is a0
     assert a2.value == int(lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER)
     assert b1 is b0 and b2 is b0 and (v0, v1, v2) == (0x2000, 0x3000, None)
+
+
+def test_function_form_checks_the_call_before_planning(gpu):
+    """A miss checks the call's own values (here: c without beta) before any planning: no
+    heuristics query, nothing cached."""
+    a, b, c = gpu.tensor(16, 16), gpu.tensor(16, 16), gpu.tensor(16, 16)
+    with pytest.raises(InvalidOperandError, match="beta must be given"):
+        matmul(a, b, c)
+    assert gpu.pref_calls == [] and len(plan_cache) == 0
