@@ -120,7 +120,9 @@ def test_dtypes_cupy_lacks_come_back_as_device_arrays(cupy, monkeypatch):
             made.append((shape, dtype, kw["device_id"]))
             self.ptr = 0x9000
 
-    monkeypatch.setattr(packages, "DeviceArray", Made)
+    from cuweave._internal import adapters
+
+    monkeypatch.setattr(adapters, "DeviceArray", Made)  # where the base adapter makes them
     obj, ptr = packages.CUPY.result_allocator((2, 3), "bfloat16", None, 0)(0)
     assert isinstance(obj, Made) and ptr == 0x9000 and made == [((2, 3), "bfloat16", 0)]
 

@@ -507,9 +507,11 @@ def _example_signature(name):
                                   "gemm_fft"])
 def test_examples_link_for_sm90(mathdx, link_sm90, monkeypatch, name):
     """Every example's kernel types, lowers and links for sm_90 (they run on the GPU)."""
+    from cuweave.device import _options
     from cuweave.device import fft as fft_module
 
-    monkeypatch.setattr(fft_module, "default_sm", lambda: 900)
+    for module in (_options, fft_module):  # where it is defined, and the FFT's own name
+        monkeypatch.setattr(module, "default_sm", lambda: 900)
     if name == "gemm_fft":
         pytest.importorskip("nvidia.mathdx", reason="nvidia-mathdx (cuFFTDx) is not installed")
     built = _example(name).build()

@@ -39,8 +39,9 @@ from mpi4py import MPI
 import cuweave.distributed as dist
 from cuweave import InvalidOperandError, InvalidOptionError, InvalidStateError
 from cuweave._internal import packages
+from cuweave._internal.packages import NumpyAdapter
 from cuweave.distributed import UnsupportedMemorySpaceError
-from cuweave.distributed._backend import HOST, ExchangePlan, NumpyOps
+from cuweave.distributed._backend import HOST, ExchangePlan
 from cuweave.distributed._distributions import Layout
 from cuweave.distributed._gpu import nccl_transport
 from cuweave.distributed.distribution import (
@@ -468,13 +469,13 @@ def initialize_twice_and_context():
 
 
 # ---- the GPU plane's exchange logic, on host memory ----------------------------------------
-class DeviceStyleOps(NumpyOps):
+class DeviceStyleOps(NumpyAdapter):
     """NumPy operations under the GPU plane's rule (receive in place only into C-contiguous
     views), with the addresses NCCL would be handed."""
 
     @staticmethod
     def region(out, idx):
-        v = NumpyOps.region(out, idx)
+        v = NumpyAdapter.region(out, idx)
         return v if v is not None and v.flags.c_contiguous else None
 
     @staticmethod
@@ -550,9 +551,9 @@ def gpu_style_exchange_matches_the_host_one():
                 x = (rand(shape, np.float64, 40 + seed) * 100).astype(dtype)
                 local = block(x, layouts[0].sets[RANK])
                 api = MpiAsNccl()
-                transport = nccl_transport(SimpleNamespace(ptr=0xC0FFEE), 0, DeviceStyleOps, api)
+                transport = nccl_transport(SimpleNamespace(ptr=0xC0FFEE), 0, DeviceStyleOps(), api)
                 for src in (local, np.asfortranarray(local)):  # strided input: packed on send
-                    got = plan.execute(group, src, DeviceStyleOps, transport)
+                    got = plan.execute(group, src, DeviceStyleOps(), transport)
                     want = HOST.exchange(group, plan, src)
                     assert np.array_equal(got, want) and got.dtype == dtype, (shape, din, dout)
                     assert np.array_equal(got, block(x, layouts[1].sets[RANK])), (shape, din)

@@ -189,6 +189,7 @@ def fake_cupy(monkeypatch):
         def __init__(self, shape, dtype, device):
             self.shape, self.dtype = shape, np.dtype(dtype)
             self.device = SimpleNamespace(id=device)
+            self.data = SimpleNamespace(ptr=0)
             self.__cuda_array_interface__ = {"shape": shape, "typestr": self.dtype.str,
                                              "data": (0, False), "version": 3}
 
@@ -245,7 +246,7 @@ def test_context_holds_and_finalize_releases_the_communicator(started):
 
 def test_nccl_backend_starts_at_initialize_only_with_a_gpu_everywhere(started, monkeypatch):
     made = []
-    monkeypatch.setattr(_gpu, "communicator", lambda ctx: made.append(ctx.device_id))
+    monkeypatch.setattr(_runtime, "communicator", lambda ctx: made.append(ctx.device_id))
     monkeypatch.setattr(_runtime, "_gpu_ready", lambda device_id: False)
     started(0, nranks=2, backends=["nccl"])
     assert made == [] and dist.get_context().nccl_comm is None

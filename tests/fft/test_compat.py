@@ -156,7 +156,7 @@ def test_device_operand_with_cpu_execution_is_planned_on_the_cpu(fake):
     with F.FFT(x, axes=(1,), execution="cpu") as f:
         assert f._spec.to_host and not f._spec.cuda
         f.plan()
-        assert f._cpu_plan is not None and fake.calls["cufftCreate"] == 0
+        assert f._plan.cpu_plan is not None and fake.calls["cufftCreate"] == 0
 
 
 class _RecordingBackend:
@@ -301,7 +301,7 @@ def test_device_operand_with_cpu_execution_round_trip(fake, monkeypatch, kind):
     torch = pytest.importorskip("torch")
     from cuweave._internal import packages
 
-    monkeypatch.setattr(sys.modules["cuweave.fft._cross"], "shared_stager",
+    monkeypatch.setattr(sys.modules["cuweave.fft._run"], "shared_stager",
                         lambda: _HostMemoryStager())
     monkeypatch.setattr(packages.TORCH, "broadcast_into",
                         lambda dst, src, shape, stream, device_id: dst.copy_(src))

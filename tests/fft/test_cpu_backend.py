@@ -230,7 +230,7 @@ def test_function_forms_run_on_mkl():
     x = rng_array((8, 64), "complex64")
     f = F.FFT(x, axes=(1,), execution=F.ExecutionCPU(num_threads=1))
     f.plan()
-    assert f._cpu_plan.backend == "mkl" and B.backend_name() == "mkl"
+    assert f._plan.cpu_plan.backend == "mkl" and B.backend_name() == "mkl"
     y = f.execute(direction="inverse")
     assert rel_l2(y, np.fft.ifft(x, axis=1, norm="forward")) < 1e-6
     f.free()

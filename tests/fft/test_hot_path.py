@@ -56,7 +56,7 @@ def test_execute_passes_operand_and_fresh_output(fake):
     assert len({y.data_ptr() for y in ys}) == 3  # a new result each call (none kept alive)
     for (name, handle, i, o, d), y in zip(fake.execs, ys):
         assert (name, i, o, d) == ("cufftXtExec", x.data_ptr(), y.data_ptr(), -1)
-        assert handle == f._cuda_plan.handle
+        assert handle == f._plan.cuda_plan.handle
         assert y.shape == x.shape and y.dtype == torch.complex64
     f.execute(direction="inverse")
     assert fake.execs[-1][4] == 1
@@ -96,7 +96,7 @@ def test_dropping_the_object_destroys_the_plan_without_gc(fake):
     f = F.FFT(_c64(8, 256), axes=(1,))
     f.plan()
     f.execute()
-    assert f._hot is not None
+    assert f._ready is not None
     gc.disable()
     try:
         del f  # the hot closure must not keep the object alive through a cycle
@@ -141,7 +141,7 @@ def test_fused_norm_takes_the_hot_path(fake):
     assert fake.calls["cufftXtExec"] == 3 and fake.calls["cufftCreate"] == 1
     obj = F.plan_cache.pop(("torch", x.dtype, x.shape, x.stride(), 0, (1,), "C2C",
                             F.FFTDirection.INVERSE, "backward"))
-    assert obj is not None and obj._hot is not None and obj._cuda_plan.unfused_scale == 1.0
+    assert obj is not None and obj.run is not None and obj.cuda_plan.unfused_scale == 1.0
     obj.free()
 
 

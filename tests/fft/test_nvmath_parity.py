@@ -198,7 +198,7 @@ def test_device_operand_with_cpu_execution_keeps_the_result_layout(monkeypatch):
 
     from tests.fft.test_compat import _HostMemoryStager
 
-    monkeypatch.setattr(sys.modules["cuweave.fft._cross"], "shared_stager",
+    monkeypatch.setattr(sys.modules["cuweave.fft._run"], "shared_stager",
                         lambda: _HostMemoryStager())
     with fake_cuda():
         h = rng_array((16, 4), "complex128")

@@ -78,7 +78,7 @@ def test_every_entry_point_passes_the_same_native_arguments(fake, fft_type, pack
     form = _FORMS[fft_type]
     f = F.FFT(x, axes=(1,), options=options, execution=execution)
     f.plan(norm=norm)
-    direction = f._plan_direction
+    direction = f._plan.direction
     form_kw = {"axes": (1,), "execution": execution, "norm": norm}
     if inplace:
         form_kw["options"] = {"inplace": True}

@@ -32,7 +32,7 @@ _PLAN_ONCE = {"cufftCreate", "cufftSetAutoAllocation", "cufftXtMakePlanMany", "c
 def fake(monkeypatch):
     classify = B._classify
     monkeypatch.setattr(B, "_classify",
-                        lambda t: "cupy" if t is torch.Tensor else classify(t))
+                        lambda x: "device" if type(x) is torch.Tensor else classify(x))
     monkeypatch.setattr(B, "_WHERE", {})
     with fake_cuda() as f:
         F.plan_cache.clear()

@@ -106,9 +106,9 @@ def test_release_operand_drops_the_stored_stream(fake, stager):
     f = F.FFT(x, execution="cuda", stream=holder)
     f.plan()
     f.execute()
-    assert f._stream_holder.obj is holder
+    assert f._stored.obj is holder and f._call.stored == 0x55
     f.release_operand()
-    assert f._stream is None and f._stream_holder is None
+    assert f._stored is None and f._call is None
     f.reset_operand(x)
     f.execute()  # no stored stream any more: the current (default) stream
     f.reset_operand(x, stream=0x66)
@@ -220,7 +220,7 @@ def test_device_is_made_current_and_restored(fake):
     n = len(fake.log)
     for _ in range(3):  # general path once, then the hot path
         f.execute()
-    assert f._hot is not None and fake.ops("set_device") == []  # already current: no switch
+    assert f._ready is not None and fake.ops("set_device") == []  # already current: no switch
     fake.device = 1  # the caller works on another device
     f.execute()  # hot path
     f.execute(direction="inverse")  # general path
@@ -307,7 +307,7 @@ def test_get_key_after_free_raises():
     key = f.get_key()
     assert key == F.FFT.create_key(x) == F.FFT.create_key(x, axes=(0, -1))
     f.free()
-    assert f._op is None and f._in_obj is None
+    assert f._call is None
     with pytest.raises(InvalidStateError, match="free"):
         f.get_key()
     f.free()  # still idempotent

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import sys
 
-from .arrays import Operand, bytes_to_elems, dtype_name, new_operand
-from .dtypes import NUMPY_NATIVE, numpy_dtype
-from .memory import MemoryPointer
-from .packages import (
-    ADAPTERS,
+from .adapters import (
     Adapter,
+    NamespaceArrayOps,
     _all_slices,
     _shape_perm,
     _slices_then_full,
     inverse_perm,
 )
+from .arrays import Operand, bytes_to_elems, dtype_name, new_operand
+from .dtypes import NUMPY_NATIVE, numpy_dtype
+from .memory import MemoryPointer
+from .registry import ADAPTERS
 from .streams import Stream
 
 __all__ = ["CupyAdapter", "CUPY"]
 
 
-class CupyAdapter(Adapter):
+class CupyAdapter(NamespaceArrayOps, Adapter):
     name = "cupy"
+    device_memory = True
+    block_ops = True
     owns_stream = True
     #: dtypes CuPy arrays hold (others come back as DeviceArray)
     DTYPES = frozenset(NUMPY_NATIVE) - {"bool"}
@@ -29,6 +32,14 @@ class CupyAdapter(Adapter):
     @staticmethod
     def _cupy():
         return sys.modules["cupy"]
+
+    @property
+    def xp(self):
+        """The cupy module (for :class:`NamespaceArrayOps`)."""
+        return sys.modules["cupy"]
+
+    def memory_of(self, x) -> str:
+        return "cuda"
 
     def wrap(self, x, name: str) -> Operand:
         return new_operand(x, "cupy", x.data.ptr, x.shape,

@@ -32,9 +32,10 @@ from __future__ import annotations
 import sys
 
 from . import dlpack as _dl
+from .adapters import Adapter
 from .arrays import Operand
 from .errors import InvalidOperandError
-from .packages import ADAPTERS, BY_MODULE, Adapter
+from .registry import ADAPTERS, BY_MODULE
 
 __all__ = ["JaxAdapter", "JAX"]
 

@@ -7,12 +7,7 @@ import sys
 
 import numpy as np
 
-from .arrays import Operand, c_strides
-from .dtypes import numpy_dtype
-from .errors import InvalidOperandError
-from .memory import MemoryPointer
-from .packages import (
-    ADAPTERS,
+from .adapters import (
     Adapter,
     _all_slices,
     _perm_strides,
@@ -20,6 +15,11 @@ from .packages import (
     _slices_then_full,
     inverse_perm,
 )
+from .arrays import Operand, c_strides
+from .dtypes import numpy_dtype
+from .errors import InvalidOperandError
+from .memory import MemoryPointer
+from .registry import ADAPTERS
 from .streams import Stream
 from .wrapping import probe_torch, wrap_torch
 
@@ -29,6 +29,9 @@ __all__ = ["TorchAdapter", "TORCH"]
 class TorchAdapter(Adapter):
     name = "torch"
     owns_stream = True
+    block_ops = True
+    #: torch tensors live in host or device memory (NumPy's are host, CuPy's device arrays)
+    device_memory = None
     #: device type of the tensors results are made on (the CPU-only fakes set ``"cpu"``)
     device_type = "cuda"
 
@@ -152,7 +155,16 @@ class TorchAdapter(Adapter):
         return obj.permute(axes)
 
     def from_numpy(self, arr):
-        return self._torch().from_numpy(arr)
+        try:
+            return self._torch().from_numpy(arr)
+        except ValueError:  # negative strides, which torch does not take: a dense copy
+            return self._torch().from_numpy(np.ascontiguousarray(arr))
+
+    def memory_of(self, x) -> str:
+        return "cpu" if x.device.type == "cpu" else "cuda"
+
+    def to_numpy(self, x) -> np.ndarray:
+        return x.numpy()
 
     # torch's ExternalStream(0) is a stream of its own, not the null stream (H200 2026-12-01:
     # a copy queued there raced the library call on stream 0): every op below runs through
@@ -191,7 +203,8 @@ class TorchAdapter(Adapter):
         if not isinstance(dtype, torch.dtype):
             dtype = self._dtype(np.dtype(dtype).name)
         new = torch.zeros if zeros else torch.empty
-        kw = {"dtype": dtype, "device": torch.device(self.device_type, device_id)}
+        where = "cpu" if device_id is None else torch.device(self.device_type, device_id)
+        kw = {"dtype": dtype, "device": where}
         if order != "F":
             return new(shape, **kw)
         t = new(shape[::-1], **kw)
@@ -230,6 +243,48 @@ class TorchAdapter(Adapter):
         if not transpose:
             return x
         return x.mT.conj().resolve_conj() if conjugate else x.mT
+
+
+    # ---- array operations (the NumPy-style FFT layer; see packages.NamespaceArrayOps) -----
+    array_ops = True
+
+    def kind_size(self, x):
+        dt = x.dtype
+        kind = ("c" if dt.is_complex else "f" if dt.is_floating_point else
+                "b" if dt == self._torch().bool else "i")
+        return kind, dt.itemsize
+
+    def dtype_label(self, x) -> str:
+        return str(x.dtype).rpartition(".")[2]
+
+    def astype(self, x, name):
+        return x.to(getattr(self._torch(), name))
+
+    def new_like(self, shape, name, like, zeros: bool = False):
+        torch = self._torch()
+        return (torch.zeros if zeros else torch.empty)(shape, dtype=getattr(torch, name),
+                                                       device=like.device)
+
+    def conj(self, x):
+        return self._torch().conj_physical(x)
+
+    def conj_(self, x):
+        return x.conj_physical_()
+
+    def to_back(self, x, axes):
+        last = list(range(x.ndim - len(axes), x.ndim))
+        return self._torch().movedim(x, axes, last).contiguous()
+
+    def from_back(self, y, axes):
+        last = list(range(y.ndim - len(axes), y.ndim))
+        return self._torch().movedim(y, last, axes)
+
+    def copy_into(self, out, y):
+        out.copy_(y)
+        return out
+
+    def fft_shift(self, x, axes, name: str):
+        return getattr(self._torch().fft, name)(x, dim=axes)
 
 
 TORCH = TorchAdapter()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import dlpack as _dl
+from . import memory as _memory
 from .dtypes import ITEMSIZE, canonical_name, numpy_dtype
 from .errors import InvalidOperandError
+from .registry import adapter
 
 __all__ = ["ALIGNMENT", "alignment", "Operand", "check_same_place", "DeviceArray", "c_strides",
            "new_operand", "bytes_to_elems", "dtype_name", "numpy_pointer"]
@@ -97,8 +99,6 @@ class Operand:
             raise InvalidOperandError(f"host_array needs a host operand, got one on {self.device}")
         if isinstance(self.obj, np.ndarray):
             return self.obj
-        from .packages import adapter
-
         return adapter(self.package).host_array(self)
 
     def memory_view(self) -> np.ndarray:
@@ -148,8 +148,8 @@ def _numpy_data_pointer_reader():
     probe = np.arange(3.0)[1:]
     offset = object.__basicsize__
     try:
-        if ctypes.c_void_p.from_address(id(probe) + offset).value == \
-                probe.__array_interface__["data"][0]:
+        if (ctypes.c_void_p.from_address(id(probe) + offset).value
+                == probe.__array_interface__["data"][0]):
             from_address = ctypes.c_void_p.from_address
             return lambda x: from_address(id(x) + offset).value or 0
     except Exception:  # pragma: no cover - other interpreters
@@ -205,20 +205,18 @@ class DeviceArray:
     """A minimal device array returned for non-torch/CuPy producers.
 
     Exports ``__cuda_array_interface__`` (v3) and ``__dlpack__``; ``copy_to_host()`` gives a
-    NumPy array. Its memory comes from :func:`cuweave._internal.packages.allocate`.
+    NumPy array. Its memory comes from :func:`cuweave._internal.memory.allocate`.
     """
 
     def __init__(self, shape, dtype: str, *, device_id: int = 0, strides=None, stream: int = 0,
                  allocator=None, memory=None):
-        from .packages import allocate
-
         self.shape = tuple(int(s) for s in shape)
         self.dtype = canonical_name(dtype)
         self.device_id = device_id
         self.itemsize = ITEMSIZE[self.dtype]
         self.strides = tuple(strides) if strides is not None else c_strides(self.shape)
         nbytes = _extent(self.shape, self.strides) * self.itemsize
-        self._mem = memory if memory is not None else allocate(
+        self._mem = memory if memory is not None else _memory.allocate(
             nbytes, package=None, device_id=device_id, stream=stream, allocator=allocator)
         self.ptr = self._mem.device_ptr
         self._stream = int(stream)  # where the data is (being) produced

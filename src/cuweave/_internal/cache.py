@@ -1,4 +1,9 @@
-"""The one plan-cache helper: an LRU of planned objects keyed by spec keys.
+"""The one plan-cache helper: an LRU of planned objects, and the one builder of their keys.
+
+:func:`plan_key` makes every function form's key: operand records by :func:`operand_key`
+(what a plan needs of an operand), everything else by :func:`freeze` (a hashable stand-in,
+by content). Keys read straight off torch/CuPy device arrays, without wrapping them, come from
+the package adapters' probes (``packages.probe``, ``packages.pair_prober``).
 
 Bounded by the number of objects it holds and by their total workspace bytes; thread-safe. A
 hit removes the object from the cache (so two threads never share one planned object); the
@@ -23,7 +28,58 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["PlanCache"]
+import numpy as np
+
+from .arrays import ALIGNMENT, Operand
+
+__all__ = ["PlanCache", "plan_key", "operand_key", "freeze"]
+
+
+def operand_key(op, aligned: bool = True) -> tuple | None:
+    """What a plan needs of an operand record: package, shape, strides, dtype, place,
+    conjugation and, with ``aligned``, a device pointer's alignment (a less aligned operand
+    gets its own plan: the library's kernels assume the planned alignment)."""
+    if op is None:
+        return None
+    return (op.package, op.shape, op.strides, op.dtype, op.device, op.device_id, op.conj,
+            ALIGNMENT[op.ptr & 255] if aligned and op.device == "cuda" else 0)
+
+
+def freeze(value):
+    """A hashable stand-in for an argument value (dataclasses, dicts and arrays by content)."""
+    if value is None:
+        return None
+    t = type(value)
+    if t is Operand:
+        return operand_key(value)
+    if t is str or t is int or t is float or t is bool or isinstance(value, str | int | float):
+        return value
+    if t is tuple:
+        return tuple(map(freeze, value))
+    if isinstance(value, dict):
+        return (dict, tuple(sorted((k, freeze(v)) for k, v in value.items())))
+    fields = getattr(value, "__dataclass_fields__", None)
+    if fields is not None:
+        return (type(value), tuple(freeze(getattr(value, f)) for f in fields))
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.generic):  # compares safely with tuples, unlike NumPy scalars
+        return (value.dtype.str, value.item())
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        # another package's array (a scale tensor, ...): never held by the cache, never
+        # compared elementwise; the call rebinds it, so only its kind enters the key
+        return ("array", type(value).__module__, str(value.dtype), tuple(value.shape))
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value), repr(value))
+    return value
+
+
+def plan_key(*parts) -> tuple:
+    """The key of a plan made from ``parts`` (operand records, options, anything else that
+    shapes the plan), each by :func:`freeze`."""
+    return tuple([None if p is None else freeze(p) for p in parts])
 
 
 class PlanCache:

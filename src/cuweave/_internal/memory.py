@@ -11,6 +11,7 @@ import sys
 from abc import ABC, abstractmethod
 
 from .errors import InvalidOptionError
+from .registry import adapter
 
 __all__ = [
     "MemoryPointer",
@@ -147,8 +148,8 @@ class BaseCUDAMemoryManagerAsync(ABC):
 
 def check_allocator(allocator, name: str = "allocator"):
     """``allocator`` if it is ``None`` or has ``memalloc``/``memalloc_async``, else raise."""
-    if allocator is None or callable(getattr(allocator, "memalloc_async", None)) or \
-            callable(getattr(allocator, "memalloc", None)):
+    if (allocator is None or callable(getattr(allocator, "memalloc_async", None))
+            or callable(getattr(allocator, "memalloc", None))):
         return allocator
     raise InvalidOptionError(
         f"{name} must be a BaseCUDAMemoryManager or BaseCUDAMemoryManagerAsync (an object with "
@@ -208,11 +209,9 @@ def allocate(nbytes: int, *, package: str | None, device_id: int, stream: int,
         else:
             obj = allocator.memalloc(nbytes)
         return _adopt(obj, nbytes, allocator)
-    from .packages import GENERIC, adapter
-
     ad = adapter(package)
     if ad.name not in sys.modules:
-        ad = GENERIC
+        ad = adapter(None)  # the generic one: cuda.core's memory resource
     return ad.allocate_bytes(nbytes, device_id, stream)
 
 

@@ -80,8 +80,8 @@ class ExecutionCUDA:
     name: Literal["cuda"] = "cuda"
 
     def __post_init__(self):
-        if not isinstance(self.device_id, int) or isinstance(self.device_id, bool) \
-                or self.device_id < 0:
+        if (not isinstance(self.device_id, int) or isinstance(self.device_id, bool)
+                or self.device_id < 0):
             raise InvalidOptionError(
                 f"device_id must be a non-negative int, got {self.device_id!r}")
         if self.name != "cuda":

@@ -12,10 +12,15 @@ torch's and CuPy's also pack and unpack blocks for cuweave.distributed's GPU pla
 
 Engines never name a package: they hold the adapter of their operands
 (``adapter(op.package)``) and call it. Adding a package (JAX, say) is one new subclass
-registered in :data:`ADAPTERS`. The package's module is taken from ``sys.modules``: nothing
-here imports torch or CuPy. The base, NumPy and generic adapters and the lookups live here;
-torch's, CuPy's and JAX's adapters in ``_torch.py``, ``_cupy.py`` and ``_jax.py``, imported at
-the end of this module (names re-exported here: :data:`TORCH`, :data:`CUPY`).
+registered in :data:`~.registry.ADAPTERS`. The package's module is taken from ``sys.modules``:
+nothing here imports torch or CuPy.
+
+This module is the front the engines use: finding an array's adapter (:func:`adapter_of`),
+wrapping (:func:`wrap_operand`), the function forms' probes, new results (:func:`empty`) and
+streams (:func:`resolve_stream`). The adapters themselves live below it: the base, NumPy and
+generic ones in :mod:`.adapters`, torch's, CuPy's and JAX's in ``_torch.py``, ``_cupy.py`` and
+``_jax.py`` (their names are served here too: :data:`TORCH`, :data:`CUPY`, ...), and the
+package -> adapter table in :mod:`.registry`.
 
 Examples
 --------
@@ -27,249 +32,39 @@ Examples
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from . import pinned as _pinned
-from .arrays import ALIGNMENT, DeviceArray, Operand, c_strides
-from .dtypes import numpy_dtype
-from .errors import (
-    CuweaveError,
-    InvalidOperandError,
-    InvalidOptionError,
-    UnsupportedLayoutError,
+from . import _cupy, _jax, _torch  # noqa: F401 - imported to register their adapters
+from .adapters import (  # noqa: F401 - the adapters' names, served here too
+    GENERIC,
+    NUMPY,
+    Adapter,
+    NamespaceArrayOps,
+    NumpyAdapter,
+    _all_slices,
+    _perm_strides,
+    _pinned_empty,
+    _shape_perm,
+    _slices_then_full,
+    inverse_perm,
 )
-from .memory import MemoryPointer, allocate  # noqa: F401 - allocate: re-exported
+from .arrays import ALIGNMENT, Operand
+from .errors import InvalidOperandError, InvalidOptionError
+from .memory import allocate  # noqa: F401 - served here too
+from .registry import ADAPTERS, BY_MODULE, adapter  # noqa: F401 - served here too
 from .streams import Stream
-from .wrapping import (
-    probe_torch,
-    probe_torch_pair,
-    wrap_cai,
-    wrap_dlpack,
-    wrap_numpy,
-    wrap_torch,
-)
+from .wrapping import probe_torch, probe_torch_pair
 
 __all__ = ["Adapter", "ADAPTERS", "adapter", "adapter_of", "wrap_operand", "probe", "prober",
            "PROBERS", "pair_prober", "PAIR_PROBERS", "empty", "allocate", "resolve_stream",
            "inverse_perm"]
 
-_EXPECTED = ("a NumPy or CuPy array, a torch tensor, or an object supporting __dlpack__ or "
-             "__cuda_array_interface__")
-
-
-def inverse_perm(perm) -> tuple:
-    """The permutation undoing ``perm`` (``perm[inv[i]] == i``)."""
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
-
-
-def _zero() -> int:
-    return 0
-
-
-class Adapter:
-    """Generic producers (``__cuda_array_interface__``, DLPack, cuweave's DeviceArray).
-
-    Subclasses override what their package does better. Results of generic producers are
-    :class:`~cuweave._internal.arrays.DeviceArray` objects (CAI v3 + DLPack).
-    """
-
-    name = "generic"
-    #: whether the package has a current stream of its own (torch, CuPy)
-    owns_stream = False
-    #: whether results may be written into the package's arrays (in place); JAX's are not
-    writable = True
-    #: ``None``, or ``deliver(obj) -> array``: a result made by :meth:`empty` or
-    #: :meth:`result_allocator`, turned into the package's array once the run's work is
-    #: queued (packages whose arrays cannot be written after they are made: JAX)
-    deliver = None
-
-    # ---- wrapping ------------------------------------------------------------------------
-    def wrap(self, x, name: str) -> Operand:
-        if isinstance(x, DeviceArray):
-            return Operand(x, "cuweave", x.ptr, x.shape, x.strides, x.dtype, "cuda",
-                           x.device_id)
-        cai = getattr(x, "__cuda_array_interface__", None)
-        proto = ("__cuda_array_interface__" if cai is not None else
-                 "__dlpack__" if hasattr(x, "__dlpack__") else None)
-        if proto is not None:
-            try:
-                return wrap_cai(x, cai, name) if cai is not None else wrap_dlpack(x, name)
-            except CuweaveError:
-                raise
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError,
-                    OverflowError, BufferError) as e:  # a malformed export
-                raise InvalidOperandError(
-                    f"{name} must export a valid {proto}, got {type(x).__name__!r} whose "
-                    f"{proto} is malformed ({type(e).__name__}: {e})") from e
-        if isinstance(x, np.generic | int | float | complex | list | tuple):
-            raise InvalidOperandError(f"{name} must be {_EXPECTED}, got a "
-                                      f"{type(x).__name__} (wrap it with numpy.asarray first)")
-        raise InvalidOperandError(f"{name} must be {_EXPECTED}, got {type(x).__name__!r}")
-
-    def host_array(self, op: Operand) -> np.ndarray:
-        """Zero-copy NumPy view of the host operand ``op`` (bfloat16/fp8 stored raw)."""
-        return op.memory_view()
-
-    def probe(self, x):
-        """``(metadata, pointer)`` of a device array read without wrapping it (a cache key
-        part holding package, dtype, shape, strides and device), or ``None`` where only
-        :meth:`wrap` describes it (host arrays, lazily conjugated or negated tensors...)."""
-        return None
-
-    # ---- streams -------------------------------------------------------------------------
-    def stream_getter(self, device_id: int):
-        """A no-argument callable returning the package's current stream handle on
-        ``device_id`` (resolved now; the legacy default stream 0 without a package stream)."""
-        return _zero
-
-    def current_stream(self, device_id: int) -> Stream:
-        return Stream(0, None)
-
-    def stream_of(self, obj) -> Stream | None:
-        """``obj`` as a :class:`Stream` if it is one of the package's stream objects."""
-        return None
-
-    def stream_context(self, stream: int, device_id: int):
-        """A context manager making ``stream`` the package's current one, or ``None`` when it
-        already is (or the package has no streams). Allocating inside it orders the pool's
-        memory on ``stream``: the pool hands out no block still in use on another stream."""
-        return None
-
-    def on_stream(self, stream: int, device_id: int, fn, *args, **kwargs):
-        ctx = self.stream_context(stream, device_id)
-        if ctx is None:
-            return fn(*args, **kwargs)
-        with ctx:
-            return fn(*args, **kwargs)
-
-    # ---- memory --------------------------------------------------------------------------
-    def allocate_bytes(self, nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-        """``nbytes`` of device memory from the package's pool, ordered on ``stream``."""
-        return _core_alloc(nbytes, device_id, stream)
-
-    def empty(self, shape, dtype: str, perm, *, device_id, stream: int = 0,
-              allocator=None) -> Operand:
-        """A new dense array of the package (``device_id`` None: host memory) whose axes lie
-        in ``perm`` order (outermost first) in memory."""
-        if device_id is None:
-            return _numpy_empty(shape, dtype, perm)
-        strides = _perm_strides(shape, perm)
-        arr = DeviceArray(shape, dtype, device_id=device_id, strides=strides, stream=stream,
-                          allocator=allocator)
-        return Operand(arr, "cuweave", arr.ptr, shape, strides, dtype, "cuda", device_id)
-
-    def result_allocator(self, shape, dtype: str, perm, device_id: int):
-        """``alloc(stream, foreign) -> (array, pointer)`` creating new results of one layout,
-        resolved now (the per-call cost is the package's allocator). ``foreign``: ``stream``
-        is not the package's current stream (the memory is then ordered on it). ``perm`` as
-        for :meth:`empty` (``None``: C order)."""
-        shape, perm = _shape_perm(shape, perm)
-
-        def alloc(stream, foreign=True):
-            op = self.empty(shape, dtype, perm, device_id=device_id, stream=stream)
-            return op.obj, op.ptr
-
-        return alloc
-
-    def result_maker(self, shape, dtype: str, perm, device_id: int):
-        """``(new, pointer)`` or None: ``new()`` makes a result of :meth:`result_allocator`'s
-        layout on the package's current stream and ``pointer(x)`` gives its device pointer,
-        both callables the package provides (a run calls them instead of ``alloc``, one
-        Python frame less); None where the package has no such pair."""
-        return None
-
-    # ---- layout operations ---------------------------------------------------------------
-    def permute(self, obj, axes):
-        """The view of ``obj`` with its axes in ``axes`` order (NumPy's ``transpose``)."""
-        return obj.transpose(axes)
-
-    def new_axis(self, obj, axis: int, name: str = "operand"):
-        """The view of the 1-D ``obj`` with a unit axis inserted at ``axis`` (0 or 1)."""
-        try:
-            return obj[None, :] if axis == 0 else obj[:, None]
-        except Exception as e:  # a foreign DLPack/CAI object without NumPy indexing
-            raise UnsupportedLayoutError(
-                f"{name} must be a matrix or a 1-D array viewable as one (NumPy-style "
-                f"indexing), got a 1-D {type(obj).__name__}: pass it with shape "
-                f"{'(1, N)' if axis == 0 else '(M, 1)'}") from e
-
-    def from_numpy(self, arr: np.ndarray):
-        """A host result computed in NumPy, as the package's host array."""
-        return arr
-
-    def broadcast_into(self, dst, src, shape, stream: int, device_id: int) -> None:
-        """``dst[...] = broadcast(src, shape)`` queued on ``stream`` (device arrays)."""
-        raise UnsupportedLayoutError(
-            f"c must be a full (M, N) matrix in a cuBLASLt layout for {self.name} operands "
-            "(broadcasting c needs torch or CuPy), got a broadcast/strided c")
-
-    @property
-    def can_broadcast(self) -> bool:
-        return type(self).broadcast_into is not Adapter.broadcast_into
-
-    def dense_copy(self, obj, shape, order: str, stream: int, device_id: int):
-        """A new dense device array of ``obj`` broadcast to ``shape``, its last two axes in
-        ``order`` ("C": row-major, "F": column-major; batch axes outermost, C order), queued on
-        ``stream`` (a layout a library cannot address, copied into one it can)."""
-        raise UnsupportedLayoutError(
-            f"{self.name} operands in this layout need a copy, which needs torch or CuPy")
-
-    @property
-    def can_copy(self) -> bool:
-        return type(self).dense_copy is not Adapter.dense_copy
-
-    def scale_(self, obj, scale, stream: int, device_id: int) -> None:
-        """``obj *= scale`` on the device, queued on ``stream``."""
-        raise InvalidOptionError(
-            f"norm must be None for {self.name} operands when it cannot be fused, got a scale")
-
-    # ---- blocks (cuweave.distributed's GPU plane: packing, unpacking, new arrays) ---------
-    # torch and CuPy provide ``device_of(x)``, ``device_count()``, ``device_scope(device_id)``,
-    # ``new_array(shape, dtype, device_id, *, order, zeros)``, ``block_index(idx, like)`` (per
-    # axis a slice or an int64 NumPy array -> the package's index on ``like``'s device),
-    # ``take(x, idx)`` (a C-contiguous copy), ``region(out, idx)`` (a C-contiguous writable
-    # view, or None), ``put(out, idx, block)``, ``pointer(x)``, ``matrix_op(x, t, conj)``.
-    def new_block(self, like, shape, dtype=None, *, order: str = "C", zeros: bool = False):
-        """A new array of ``shape`` on ``like``'s device, of ``like``'s dtype unless ``dtype``
-        (the package's or NumPy's) is given, in ``order`` "C" or "F"."""
-        return self.new_array(shape, like.dtype if dtype is None else dtype,
-                              self.device_of(like), order=order, zeros=zeros)
-
-    def nbytes(self, x) -> int:
-        return x.nbytes
-
-
-class NumpyAdapter(Adapter):
-    name = "numpy"
-
-    def wrap(self, x, name: str) -> Operand:
-        if isinstance(x, np.ma.MaskedArray):  # its mask would be silently ignored
-            raise InvalidOperandError(f"{name} must not be a masked array (its mask cannot be "
-                                      "honoured), got a numpy.ma.MaskedArray; pass x.filled()")
-        return wrap_numpy(x, name)
-
-    def scale_(self, obj, scale, stream, device_id) -> None:
-        obj *= scale
-
-
-NUMPY, GENERIC = NumpyAdapter(), Adapter()
-#: package name (``Operand.package``) -> adapter; ``None`` (no package) is the generic one;
-#: torch's, CuPy's and JAX's adapters register here from their modules (imported at the end)
-ADAPTERS = {"numpy": NUMPY, "cai": GENERIC, "dlpack": GENERIC, "cuweave": GENERIC,
-            None: GENERIC}
-#: top-level module of an array's type -> adapter, for packages whose adapters live in
-#: modules of their own and register here (JAX: ``_jax.py``, imported at the end of this one)
-BY_MODULE: dict = {}
-
-
-def adapter(package: str | None) -> Adapter:
-    """The adapter of ``Operand.package`` ``package``."""
-    return ADAPTERS.get(package, GENERIC)
+def package_adapter(package) -> Adapter | None:
+    """The adapter of the array package ``package`` (its module, or its name) when it has the
+    block operations (NumPy, CuPy, torch), else ``None``. Imports nothing."""
+    name = getattr(package, "__name__", package)
+    ad = ADAPTERS.get(name) if isinstance(name, str) else None
+    return ad if ad is not None and ad.block_ops else None
 
 
 def adapter_of(x) -> Adapter:
@@ -280,18 +75,25 @@ def adapter_of(x) -> Adapter:
     mod = cls.__module__
     if (mod == "torch" or mod.startswith("torch.")) and hasattr(x, "data_ptr"):
         return _torch.TORCH
-    if isinstance(x, np.ndarray):
-        return NUMPY
     if mod.split(".", 1)[0] == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
         return _cupy.CUPY
+    if isinstance(x, np.ndarray):
+        return NUMPY
     return BY_MODULE.get(mod.split(".", 1)[0], GENERIC)
+
+
+def array_adapter(x):
+    """The adapter of ``x`` when it has the array operations (:class:`NamespaceArrayOps`),
+    else ``None``. NumPy scalars count as NumPy's (0-d arrays)."""
+    ad = NUMPY if isinstance(x, np.generic) else adapter_of(x)
+    return ad if ad.array_ops else None
 
 
 def wrap_operand(x, name: str = "operand") -> Operand:
     """Describe ``x`` as an :class:`Operand`; ``name`` is used in error messages.
 
-    NumPy arrays and torch tensors, the most frequent, go to their adapters' wrapping without
-    the lookup (this is on every call's path).
+    The array's adapter (:func:`adapter_of`) wraps it: one route for every package (the
+    adapter is remembered per array type, so the lookup is made once per type).
 
     Examples
     --------
@@ -301,15 +103,20 @@ def wrap_operand(x, name: str = "operand") -> Operand:
     """
     cls = type(x)
     try:
-        if cls is np.ndarray:
-            return wrap_numpy(x, name)
-        if cls.__module__ == "torch" and hasattr(x, "data_ptr"):
-            return wrap_torch(x, name)
-        return adapter_of(x).wrap(x, name)
+        ad = _WRAP.get(cls)
+        if ad is None:
+            ad = adapter_of(x)
+            if len(_WRAP) < 256:  # bounded: classes made on the fly are looked up each time
+                _WRAP[cls] = ad
+        return ad.wrap(x, name)
     except InvalidOperandError as e:  # dtypes.canonical_name does not know the parameter
         if str(e).startswith("dtype must"):
             raise InvalidOperandError(f"{name} {e}") from None
         raise
+
+
+#: array type -> its adapter (filled by :func:`wrap_operand`)
+_WRAP: dict = {}
 
 
 def probe(x):
@@ -440,69 +247,5 @@ def resolve_stream(stream, *, package: str | None = None, device_id: int = 0) ->
     )
 
 
-# ---- block helpers ---------------------------------------------------------------------------
-def _all_slices(idx) -> bool:
-    return all(isinstance(i, slice) for i in idx)
-
-
-def _slices_then_full(idx) -> tuple:
-    """The basic-slicing part of ``idx``: its slices, ``slice(None)`` for index arrays."""
-    return tuple(i if isinstance(i, slice) else slice(None) for i in idx)
-
-
-# ---- allocation helpers ----------------------------------------------------------------------
-def _shape_perm(shape, perm) -> tuple:
-    shape = tuple(shape)
-    return shape, (tuple(range(len(shape))) if perm is None else tuple(perm))
-
-
-def _perm_strides(shape, perm) -> tuple:
-    """Element strides of a dense array of ``shape`` whose axes lie in ``perm`` order."""
-    strides = [0] * len(shape)
-    for axis, stride in zip(perm, c_strides(tuple(shape[p] for p in perm))):
-        strides[axis] = stride
-    return tuple(strides)
-
-
-def _pinned_empty(shape, dtype, perm) -> Operand | None:
-    np_dtype = numpy_dtype(dtype)
-    flat = _pinned.take(math.prod(shape) * np_dtype.itemsize)
-    if flat is None:
-        return None
-    x = flat.view(np_dtype).reshape(tuple(shape[p] for p in perm))
-    return wrap_numpy(x.transpose(inverse_perm(perm)), "result")
-
-
-def _numpy_empty(shape, dtype, perm) -> Operand:
-    x = np.empty(tuple(shape[p] for p in perm), dtype=numpy_dtype(dtype))
-    return wrap_numpy(x.transpose(inverse_perm(perm)), "result")
-
-
-def _core_alloc(nbytes: int, device_id: int, stream: int) -> MemoryPointer:
-    from cuda.core import Stream as CoreStream
-
-    from . import cuda
-
-    dev = cuda.core_device(device_id)
-    s = CoreStream.from_handle(stream) if stream else dev.default_stream
-    buf = dev.allocate(nbytes, stream=s)
-
-    def fin(buf=buf, s=s):
-        buf.close(s)
-
-    return MemoryPointer(int(buf.handle), nbytes, fin)
-
-
-# adapters kept in modules of their own register into ADAPTERS and BY_MODULE when imported
-# (here, so that every lookup above finds them, whichever module a process imports first);
-# their names are served from those modules
-from . import _cupy, _jax, _torch  # noqa: E402,F401
-
-_ELSEWHERE = {"TORCH": "_torch", "TorchAdapter": "_torch", "CUPY": "_cupy", "CupyAdapter": "_cupy"}
-
-
-def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(globals()[module], name)
+TORCH, TorchAdapter = _torch.TORCH, _torch.TorchAdapter
+CUPY, CupyAdapter = _cupy.CUPY, _cupy.CupyAdapter

@@ -49,6 +49,9 @@ _LAZY = {
                              "np_float16x2", "np_float16x4")},
 }
 _ALIASES = {"OpaqueTensor": "OpaqueTensorType", "Accumulator": "AccumulatorType"}
+#: modules loaded together: fragment element access, make_fragment_like and accumulators
+#: register their numba overloads with the tensor ones
+_WITH = {"._blas_numba": "._blas_fragments"}
 _SUBMODULES = ("types", "random", "random_helpers", "common_cuda", "common", "cublasdx",
                "cublasdx_backend", "cublasdx_numba", "cusolverdx")
 
@@ -87,6 +90,8 @@ def __getattr__(name):
     if name in _LAZY:
         try:
             module = importlib.import_module(_LAZY[name], __name__)
+            if _LAZY[name] in _WITH:
+                importlib.import_module(_WITH[_LAZY[name]], __name__)
         except ImportError as e:  # the vector types are numba types
             from .._internal.errors import LibraryNotFoundError
 

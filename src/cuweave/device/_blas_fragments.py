@@ -20,6 +20,7 @@ from numba.np.numpy_support import as_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_numba
+from ._blas_layout import Layout
 from ._blas_numba import (
     _I8P,
     OpaqueTensorType,
@@ -29,7 +30,6 @@ from ._blas_numba import (
     _tensor_value,
     _TensorModel,
 )
-from .matmul import Layout, Matmul
 
 __all__ = ["AccumulatorType", "accumulator_function", "make_fragment_like"]
 
@@ -170,7 +170,7 @@ class AccumulatorType(OpaqueTensorType):
         cuBLASDx's suggested partition (``suggest_accumulator``), else the default one.
     """
 
-    def __init__(self, mm: Matmul, suggested: bool):
+    def __init__(self, mm, suggested: bool):
         self.suggested = suggested
         self.fragment_layout = (mm.suggest_layout_rmem_c() if suggested
                                 else mm.get_layout_rmem_c())
@@ -181,14 +181,14 @@ class AccumulatorType(OpaqueTensorType):
 register_model(AccumulatorType)(_TensorModel)
 
 
-def _void_call(mm: Matmul, kind: str, tensors: tuple, context, builder, values):
+def _void_call(mm, kind: str, tensors: tuple, context, builder, values):
     _blas_numba._device_call(context, builder, mm, kind, tensors, values)
 
 
 _accumulators: dict = {}
 
 
-def accumulator_function(mm: Matmul, suggested: bool):
+def accumulator_function(mm, suggested: bool):
     """``MM.suggest_accumulator()`` / ``MM.get_accumulator()`` inside kernels: a cleared,
     created accumulator over a local buffer."""
     from ._numba_ext import numba_modules

@@ -53,10 +53,9 @@ class Request(NamedTuple):
     @classmethod
     def make(cls, mm, kind: str, tensors: tuple, copy_alignment, abi: str) -> Request:
         """The request of a call with argument kinds ``abi`` (see ``_blas_numba._abi``)."""
-        from .matmul import _versions
-
         key = _cache.make_key([list(mm._resolved.key()), "function", kind,
-                               [list(t) for t in tensors], copy_alignment, abi, _versions()])
+                               [list(t) for t in tensors], copy_alignment, abi,
+                               _blas_mathdx.cache_versions()])
         word = _WORDS.get(kind, kind.lower())
         symbol = f"cublasdx_{word}_cw{key[:20]}"
         shim = f"{symbol}_shim" if set(abi) - {"p"} else None
@@ -126,8 +125,6 @@ def generate(requests: list) -> tuple[bytes, bytes, str]:
     Returns the functions' LTO-IR, the shims' LTO-IR and the group's cache key. Unsupported
     descriptions raise :class:`~cuweave._internal.errors.InvalidOptionError`.
     """
-    from .matmul import _versions
-
     spec = requests[0].mm._resolved
     calls = [(getattr(_blas_mathdx.FunctionKind, r.kind), _kinds(r), r.copy_alignment)
              for r in requests]
@@ -136,7 +133,7 @@ def generate(requests: list) -> tuple[bytes, bytes, str]:
     shims = _blas_mathdx.compile_shims([(r.shim, r.symbol, r.abi) for r in requests if r.shim],
                                        spec.sm)
     keys = sorted(r.key for r in requests)
-    key = _cache.make_key(["blas-group", keys, _versions()])
+    key = _cache.make_key(["blas-group", keys, _blas_mathdx.cache_versions()])
     traits = {"requests": keys, "symbols": [r.symbol for r in requests],
               "shims": [r.shim for r in requests if r.shim]}
     _cache.store(key, {"traits": traits, "symbol": None, "ltoir": code})

@@ -154,6 +154,14 @@ def versions() -> dict:
     return {"libmathdx": v.value, "cublasdx": f"{major.value}.{minor.value}.{patch.value}"}
 
 
+def cache_versions() -> dict:
+    """The versions every cached cuBLASDx artifact is keyed by: libmathdx's, cuBLASDx's,
+    cuweave's and the generated source's."""
+    from .._version import __version__
+
+    return {**versions(), "cuweave": __version__, "source": 3}
+
+
 class _Descriptor:
     """An owned ``cublasdxDescriptor`` (destroyed on exit)."""
 

@@ -25,8 +25,9 @@ from numba.np.numpy_support import as_dtype, from_dtype
 
 from .._internal.errors import InvalidOptionError
 from . import _blas_mathdx, _cache
+from ._blas_layout import _LAYOUTS, Layout
+from ._blas_mathdx import cache_versions as _versions
 from ._numba_objects import KernelObjectType
-from .matmul import _LAYOUTS, Layout, Matmul, _versions
 
 __all__ = ["OpaqueTensorType", "execute_function", "layout_function", "make_tensor", "copy",
            "copy_fragment", "clear", "axpby", "copy_wait"]
@@ -144,13 +145,13 @@ def _linkable(code: dict):
     return obj
 
 
-def execute_parts(mm: Matmul, dynamic_ld: bool = False) -> list:
+def execute_parts(mm, dynamic_ld: bool = False) -> list:
     """The disk-cache key parts of ``mm``'s pointer execute (:func:`_execute_code`)."""
     return [list(mm._resolved.key()), "execute-dynamic-ld" if dynamic_ld else "execute",
             _versions()]
 
 
-def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
+def _execute_code(mm, dynamic_ld: bool = False) -> dict:
     spec = mm._resolved
 
     def build(key):
@@ -162,7 +163,7 @@ def _execute_code(mm: Matmul, dynamic_ld: bool = False) -> dict:
     return _cache.cached(execute_parts(mm, dynamic_ld), build)
 
 
-def _device_call(context, builder, mm: Matmul, kind: str, tensors: tuple, values,
+def _device_call(context, builder, mm, kind: str, tensors: tuple, values,
                  copy_alignment=None) -> None:
     """Call libmathdx's tensor device function ``kind`` over ``tensors`` (see :func:`_desc`)
     with the C-ABI ``values``; the code is generated when the kernel is linked, together with
@@ -214,14 +215,14 @@ def _is_none(t) -> bool:
     return t is None or isinstance(t, _NONE)
 
 
-def _check_dtype(mm: Matmul, got, which: str):
+def _check_dtype(mm, got, which: str):
     want = numba_dtype(getattr(mm, f"{which}_value_type"))
     if got != want:
         raise InvalidOptionError(f"{which} must hold {want} elements for this Matmul, got {got}")
     return want
 
 
-def _pointer_execute(mm: Matmul):
+def _pointer_execute(mm):
     """Intrinsic ``(alpha, a, b, beta, c)`` on shared-memory arrays (static leading dims)."""
 
     @intrinsic
@@ -250,7 +251,7 @@ def _pointer_execute(mm: Matmul):
     return call
 
 
-def _dynamic_ld_execute(mm: Matmul):
+def _dynamic_ld_execute(mm):
     """Intrinsic ``(alpha, a, lda, b, ldb, beta, c, ldc)``: shared-memory arrays with leading
     dimensions given at run time."""
 
@@ -289,7 +290,7 @@ def _dynamic_ld_execute(mm: Matmul):
     return call
 
 
-def _tensor_execute(mm: Matmul, with_scalars: bool):
+def _tensor_execute(mm, with_scalars: bool):
     """Intrinsic on opaque tensors: ``(alpha, A, B, beta, C)`` (C in shared memory) or
     ``(A, B, C)`` (C a register fragment, accumulated)."""
 
@@ -345,7 +346,7 @@ def _tensor_execute(mm: Matmul, with_scalars: bool):
 _executes: dict = {}
 
 
-def _execute_dispatch(mm: Matmul):
+def _execute_dispatch(mm):
     """One intrinsic for every form of ``MM.execute``, chosen by the argument types."""
     pointer, smem_t, rmem_t = (_pointer_execute(mm), _tensor_execute(mm, True),
                                _tensor_execute(mm, False))
@@ -381,7 +382,7 @@ def _execute_dispatch(mm: Matmul):
     return dispatch
 
 
-def execute_function(mm: Matmul):
+def execute_function(mm):
     """``MM.execute`` inside kernels: a device function over :func:`_execute_dispatch`."""
     from ._numba_ext import numba_modules
 
@@ -416,7 +417,7 @@ class _RuntimeLdModel(StructModel):
         super().__init__(dmm, fe_type, [("ld", types.int64)])
 
 
-def layout_function(mm: Matmul, method: str):
+def layout_function(mm, method: str):
     """A device-side ``MM.<method>(leading_dimension=None)`` returning the Layout constant."""
     from ._numba_ext import numba_modules
 
@@ -724,7 +725,3 @@ def copy_wait():
 @overload(copy_wait, jit_options={"forceinline": True})
 def _ol_copy_wait():
     return lambda: _copy_wait()
-
-
-# Fragment element access, make_fragment_like and accumulators register their overloads on import.
-from . import _blas_fragments  # noqa: E402, F401

@@ -221,8 +221,6 @@ def _invalid(config, e) -> InvalidOptionError:
 def pipeline_traits(spec, config: PipelineConfig) -> dict:
     """``{'device': {...}, 'tile': {...}}`` traits of both pipelines (cached on disk; one
     NVRTC compilation inside libmathdx the first time)."""
-    from .matmul import _versions
-
     def build(key):
         with _blas_mathdx._lock:
             try:
@@ -235,7 +233,8 @@ def pipeline_traits(spec, config: PipelineConfig) -> dict:
                 raise _invalid(config, e) from e
         return {"traits": traits, "symbol": None, "ltoir": None}
 
-    return _cache.cached([list(config), "pipeline-traits", _versions()], build)["traits"]
+    versions = _blas_mathdx.cache_versions()
+    return _cache.cached([list(config), "pipeline-traits", versions], build)["traits"]
 
 
 #: The generated functions: name -> (function kind, uses the accumulator, pipelines).
@@ -255,9 +254,7 @@ _FUNCTIONS = {
 
 def symbols(config: PipelineConfig) -> dict:
     """Our names of the generated functions, their shims and the two host kernels."""
-    from .matmul import _versions
-
-    tag = _cache.make_key([list(config), _versions()])[:20]
+    tag = _cache.make_key([list(config), _blas_mathdx.cache_versions()])[:20]
     out = {name: f"cuweave_pipeline_{name}_{tag}" for name in _FUNCTIONS}
     out.update({f"{name}_shim": f"{out[name]}_shim" for name in _FUNCTIONS})
     out["init_kernel"] = f"cuweave_pipeline_init_{tag}"
@@ -338,8 +335,6 @@ extern "C" __global__ void {n['destroy_kernel']}(void* dp) {{ {n['device_destroy
 
 def pipeline_code(spec, config: PipelineConfig) -> dict:
     """``{'symbols': ..., 'functions': LTO-IR, 'shims': LTO-IR}`` of ``config`` (cached)."""
-    from .matmul import _versions
-
     names = symbols(config)
 
     def build_functions(key):
@@ -356,8 +351,9 @@ def pipeline_code(spec, config: PipelineConfig) -> dict:
             raise _blas_mathdx.MathdxError(3, "NVRTC (cuBLASDx pipeline shims)", hint=log[-2000:])
         return {"traits": None, "symbol": names["tile_execute_shim"], "ltoir": ir}
 
-    functions = _cache.cached([list(config), "pipeline-functions", _versions()], build_functions)
-    shims = _cache.cached([list(config), "pipeline-shims", _versions()], build_shims)
+    versions = _blas_mathdx.cache_versions()
+    functions = _cache.cached([list(config), "pipeline-functions", versions], build_functions)
+    shims = _cache.cached([list(config), "pipeline-shims", versions], build_shims)
     return {"symbols": names, "functions": functions["ltoir"], "shims": shims["ltoir"]}
 
 
@@ -480,10 +476,6 @@ class DevicePipeline:
         self._info = PipelineInfo(mm, config, pipeline_traits(mm._resolved, config))
         self._a_strides, self._b_strides = a_desc[2], b_desc[2]
         self._storage = None
-        try:
-            from . import cublasdx_numba  # noqa: F401 - types the object in kernels
-        except ImportError:  # pragma: no cover - Matmul already needs numba
-            pass
         self._create(a_ptr, b_ptr)
 
     def _create(self, a_ptr: int, b_ptr: int) -> None:

@@ -9,7 +9,11 @@ function there.
 
 from __future__ import annotations
 
+import sys
+import types
+
 from .._internal.errors import InvalidOptionError
+from .fft import FFT
 
 __all__ = ["fft", "FFTOptions"]
 
@@ -39,8 +43,6 @@ def fft(*, compiler=None, code_type=None, execute_api=None, **knobs):
     **knobs
         The :class:`~cuweave.device.FFT` knobs (``fft_type``, ``size``, ``precision``, ...).
     """
-    from .fft import FFT
-
     if compiler not in (None, "numba"):
         raise InvalidOptionError(f"compiler must be None or 'numba', got {compiler!r}")
     if execute_api not in _EXECUTE_APIS:
@@ -111,3 +113,15 @@ class FFTOptions:
         if "code_type" in changes and "sm" not in changes:
             knobs.pop("sm", None)  # the new code_type decides
         return fft(**knobs)
+
+
+class _FFTModule(types.ModuleType):
+    """``cuweave.device.fft`` is that module and nvmath-python's ``fft(...)`` factory at once
+    (``from nvmath.device import fft`` gives the factory there)."""
+
+    def __call__(self, *args, **knobs):
+        return fft(*args, **knobs)
+
+
+# the package imports this module with the FFT's: from then on the module is callable
+sys.modules[FFT.__module__].__class__ = _FFTModule

@@ -8,11 +8,12 @@ the on-disk cache key that describes the configuration.
 from __future__ import annotations
 
 import enum
+import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._internal.errors import InvalidOptionError
+from .._internal.errors import CudaUnavailableError, InvalidOptionError, LibraryNotFoundError
 
 __all__ = [
     "FFTType",
@@ -274,3 +275,27 @@ class FFTSpec:
         return (self.fft_type.name, self.size, self.precision, self.direction.name,
                 self.execution.name, self.sm, self.ffts_per_block, self.elements_per_thread,
                 self.complex_layout.name, self.real_mode.name)
+
+
+def default_sm() -> int:
+    """cuFFTDx SM value of the current CUDA device (raises CudaUnavailableError without one)."""
+    from .._internal import cuda
+
+    if not cuda.is_available():
+        raise CudaUnavailableError(
+            "sm must be given (e.g. sm=90) when no CUDA device is present: "
+            f"{cuda.unavailable_reason()}"
+        )
+    device = cuda.current_device()
+    return normalize_sm(cuda.compute_capability(0 if device is None else device))
+
+
+def require_numba() -> None:
+    """Raise LibraryNotFoundError unless numba and numba.cuda can be imported."""
+    for name in ("numba", "numba.cuda"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise LibraryNotFoundError("numba-cuda", "dx", f"module {name!r} not found")

@@ -186,18 +186,21 @@ def vector_type_of(name: str) -> VectorType:
     return _BY_NAME[name]
 
 
-def _register_element_types() -> None:
-    """Type :mod:`cuweave.device.types` objects (``complex64``, ``half4``, ...) as dtypes, and
-    give numba complex numbers the ``.x``/``.y`` components of their vector twins."""
+def register_element_types(complex_cls, vector_cls) -> None:
+    """Type :mod:`cuweave.device.types` objects (``complex64``, ``half4``, ...: instances of
+    ``complex_cls`` and ``vector_cls``) as dtypes (``types`` calls this when it is imported with
+    numba present)."""
     from numba.cuda.extending import typeof_impl
-
-    from .types import Complex, Vector
 
     def _typeof_element(val, c):
         return types.NumberClass(val.numba_type())
 
-    typeof_impl.register(Complex)(_typeof_element)
-    typeof_impl.register(Vector)(_typeof_element)
+    typeof_impl.register(complex_cls)(_typeof_element)
+    typeof_impl.register(vector_cls)(_typeof_element)
+
+
+def _register_complex_components() -> None:
+    """Give numba complex numbers the ``.x``/``.y`` components of their vector twins."""
 
     @_typing_registry.register_attr
     class _ComplexComponents(AttributeTemplate):
@@ -212,4 +215,4 @@ def _register_element_types() -> None:
                 context.make_complex(builder, typ, value=value), ("real", "imag")[index]))
 
 
-_register_element_types()
+_register_complex_components()

@@ -1,6 +1,6 @@
-"""Warming the disk cache: the code generators (NVRTC, libmathdx) are CPU-bound and serial, so
-configurations missing from the cache are generated in parallel worker processes; the objects
-built afterwards load them in milliseconds. One mechanism for every device object."""
+"""Warming the disk cache for several device objects (:func:`warm_cache`) and for the cuBLASDx
+device functions of kernels (:func:`warm_kernels`), in parallel worker processes
+(:mod:`._parallel`, the one mechanism every device object uses)."""
 
 from __future__ import annotations
 
@@ -10,38 +10,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 from .._internal.logging import get_logger
 
-__all__ = ["with_sm", "generate_in_processes", "warm_cache", "warm_kernels"]
+__all__ = ["warm_cache", "warm_kernels"]
 
 _log = get_logger("device")
-
-
-def with_sm(configs) -> list[dict]:
-    """Copies of the keyword dicts ``configs``, ``sm`` filled in (the current device's) where
-    missing; the device is queried once, and only when needed."""
-    out, sm = [], None
-    for kw in configs:
-        kw = dict(kw)
-        if kw.get("sm") is None:
-            if sm is None:
-                from .fft import default_sm
-
-                sm = default_sm()
-            kw["sm"] = sm
-        out.append(kw)
-    return out
-
-
-def generate_in_processes(worker, items: list, max_workers, what: str) -> list:
-    """``worker(item)`` for every item in spawned processes (nothing when one item or
-    ``max_workers == 1``: building the object generates it then); returns the results. Workers
-    report failures as text; the parent raises them, typed, when it builds the object."""
-    workers = min(len(items), max_workers or os.cpu_count() or 1)
-    if workers <= 1:
-        return []
-    if _log.isEnabledFor(20):
-        _log.info("generating %d %s configurations in %d processes", len(items), what, workers)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(worker, items))
 
 
 def warm_cache(configs, max_workers=None) -> list:

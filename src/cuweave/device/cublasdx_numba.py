@@ -29,9 +29,9 @@ from numba.cuda.models import StructModel, register_model
 from .._internal.errors import InvalidOptionError
 from . import _blas_numba
 from ._blas_fragments import AccumulatorType, _empty_fragment, _is_thread_active
+from ._blas_layout import Layout
 from ._blas_numba import _I8P, OpaqueTensorType, _generic_pointer, _TensorModel
 from ._blas_pipeline import DevicePipeline, PipelineInfo, TilePipeline
-from .matmul import Layout
 
 __all__ = ["pipeline_extensions", "DevicePipelineType", "TilePipelineType",
            "PipelineAccumulatorType", "DevicePipeline", "TilePipeline"]

@@ -608,7 +608,7 @@ def warm_solver_cache(configs, max_workers=None) -> list:
     compile-time-leading-dimension code of every function they call that the disk cache lacks
     (and cuSOLVERDx's fatbin); returns the objects in order. A config is the keyword arguments
     of :class:`Solver`, or of the class named by its ``solver`` key."""
-    from ._warm import with_sm
+    from ._parallel import with_sm
 
     built = [_build(kw) for kw in with_sm(configs)]  # validates everything first
     generate_missing(built, max_workers)
@@ -621,8 +621,8 @@ def generate_missing(objects, max_workers=None) -> None:
     import os
 
     from .._internal.logging import get_logger
+    from ._parallel import generate_in_processes
     from ._solver_core import execute_code, fatbin_code, is_cached
-    from ._warm import generate_in_processes
 
     missing = {}
     for obj in objects:

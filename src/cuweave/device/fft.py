@@ -35,19 +35,24 @@ from 3.1x to 3.3x CuPy's three passes (``benchmarks/results/device_fft.md``).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
-import types
 
 import numpy as np
 
-from .._internal.errors import CudaUnavailableError, InvalidOptionError, LibraryNotFoundError
+from .._internal.errors import InvalidOptionError
 from .._internal.logging import get_logger
 from . import _cache, _codegen
 from ._kernel_object import KernelObject, ensure_registered, register_kernel_type
-from ._options import Execution, FFTSpec, FFTType, RealMode, max_size, normalize_sm
-from ._warm import generate_in_processes, with_sm
+from ._options import (
+    Execution,
+    FFTSpec,
+    FFTType,
+    RealMode,
+    default_sm,
+    max_size,
+)
+from ._options import require_numba as _require_numba
+from ._parallel import generate_in_processes, with_sm
 from .common_cuda import Dim3
 
 __all__ = ["FFT", "Dim3", "valid_sizes", "warm_fft_cache", "default_sm"]
@@ -58,29 +63,6 @@ _executes_lock = threading.Lock()
 # Approximate dynamic shared memory per block by architecture (bytes), for valid() bounds.
 _SMEM_LIMIT = {700: 96, 720: 96, 750: 64, 800: 163, 860: 99, 870: 163, 890: 99, 900: 227,
                1000: 227, 1010: 227, 1030: 227, 1200: 99, 1210: 99}
-
-
-def default_sm() -> int:
-    """cuFFTDx SM value of the current CUDA device (raises CudaUnavailableError without one)."""
-    from .._internal import cuda
-
-    if not cuda.is_available():
-        raise CudaUnavailableError(
-            "sm must be given (e.g. sm=90) when no CUDA device is present: "
-            f"{cuda.unavailable_reason()}"
-        )
-    device = cuda.current_device()
-    return normalize_sm(cuda.compute_capability(0 if device is None else device))
-
-
-def _require_numba() -> None:
-    for name in ("numba", "numba.cuda"):
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            raise LibraryNotFoundError("numba-cuda", "dx", f"module {name!r} not found")
 
 
 def _nearest(values, target, n=3):
@@ -498,16 +480,3 @@ def warm_fft_cache(configs, max_workers=None) -> list[FFT]:
                     if _cache.load(_cache.make_key([list(s.key()), versions])) is None}.values())
     generate_in_processes(_compile_worker, missing, max_workers, "device FFT")
     return [FFT(**kw) for kw in configs]
-
-
-class _FFTModule(types.ModuleType):
-    """``cuweave.device.fft`` is this module and nvmath-python's ``fft(...)`` factory at once
-    (``from nvmath.device import fft`` gives the factory there)."""
-
-    def __call__(self, *args, **knobs):
-        from ._fft_legacy import fft
-
-        return fft(*args, **knobs)
-
-
-sys.modules[__name__].__class__ = _FFTModule

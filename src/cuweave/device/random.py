@@ -84,7 +84,7 @@ _target: list[int] = []
 
 def _sm() -> int:
     if not _target:
-        from .fft import default_sm
+        from ._options import default_sm
 
         _target.append(default_sm())
     return _target[0]

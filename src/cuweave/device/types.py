@@ -133,4 +133,6 @@ def _numba_present() -> bool:
 
 
 if _numba_present():
-    from . import _vector_types  # noqa: F401  (registers Complex/Vector with numba)
+    from . import _vector_types
+
+    _vector_types.register_element_types(Complex, Vector)

@@ -108,7 +108,7 @@ class ProcessGrid:
         return self._process_array
 
     def coordinates(self, rank: int) -> tuple[int, ...]:
-        """The grid position of a process (EXT).
+        """The grid position of a process (a cuweave extension).
 
         Parameters
         ----------
@@ -173,8 +173,9 @@ class Distribution:
         return tuple(len(ix) for ix in self._index_sets(int(rank), nranks, gshape))
 
     def global_indices(self, rank: int, global_shape) -> tuple[np.ndarray, ...]:
-        """EXT: the global indices, per axis, of the elements process ``rank`` holds, in local
-        order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's block).
+        """A cuweave extension: the global indices, per axis, of the elements process ``rank``
+        holds, in local order (``x[np.ix_(*d.global_indices(rank, x.shape))]`` is that process's
+        block).
 
         Parameters
         ----------
@@ -383,7 +384,7 @@ class Box(Distribution):
 
     @classmethod
     def coerce(cls, value, name: str) -> Box:
-        """A Box or a ``(lower, upper)`` pair as a Box (EXT).
+        """A Box or a ``(lower, upper)`` pair as a Box (a cuweave extension).
 
         Parameters
         ----------
@@ -578,8 +579,9 @@ class BlockCyclic(Distribution):
 class BlockNonCyclic(BlockCyclic):
     """Block distribution without cycles: one block per process along each dimension.
 
-    The block size along ``d`` is ``ceil(n_d / process_grid.shape[d])`` (EXT: nvmath-python
-    requires ``n_d`` to divide evenly; here the last processes may hold less, or nothing).
+    The block size along ``d`` is ``ceil(n_d / process_grid.shape[d])`` (a cuweave extension:
+    nvmath-python requires ``n_d`` to divide evenly; here the last processes may hold less, or
+    nothing).
 
     Parameters
     ----------
@@ -602,7 +604,7 @@ class BlockNonCyclic(BlockCyclic):
 
 
 class Layout:
-    """Global index sets of every process for one global shape (internal, EXT)."""
+    """Global index sets of every process for one global shape (internal, a cuweave extension)."""
 
     def __init__(self, global_shape: tuple[int, ...], sets: list[tuple[np.ndarray, ...]]):
         self.global_shape = tuple(global_shape)

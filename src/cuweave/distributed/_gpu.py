@@ -1,7 +1,7 @@
 """The GPU data plane: CuPy arrays and CUDA torch tensors, moved by NCCL, computed by cuweave.
 
 Same methods as :class:`~cuweave.distributed._backend.HostBackend`. Exchanges run the same
-:class:`~cuweave.distributed._backend.ExchangePlan` as CPU ranks, with the operands' package
+:class:`~cuweave.distributed._exchange.ExchangePlan` as CPU ranks, with the operands' package
 adapter as the array operations (``cuweave._internal.packages``, torch's or CuPy's: each peer's
 block is packed into one contiguous device buffer, or sent straight from the operand when it
 already is one; a block received into a contiguous region of the result lands there directly)
@@ -22,29 +22,28 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 
 import numpy as np
 
 from .._bindings import nccl
 from .._internal.errors import CudaUnavailableError, InvalidOperandError, InvalidOptionError
 from .._internal.logging import get_logger
-from .._internal.packages import adapter
-from ._backend import ExchangePlan
+from .._internal.packages import adapter, adapter_of
 from ._errors import UnsupportedMemorySpaceError
-from ._runtime import DistributedContext, agree, require_context
+from ._exchange import ExchangePlan
+from ._runtime import communicator, require_context
 
-__all__ = ["GpuBackend", "GPU", "nccl_transport", "communicator", "package_of", "dtype_str"]
+__all__ = ["GpuBackend", "GPU", "nccl_transport", "package_of", "dtype_str"]
 
 _log = get_logger("distributed")
-_lock = threading.Lock()
 
 
 def package_of(x) -> str:
-    """``'torch'`` or ``'cupy'`` for a GPU array those packages own; raises for any other."""
-    module = type(x).__module__.split(".")[0]
-    if module in ("torch", "cupy") and module in sys.modules:
-        return module
+    """The package of a GPU array whose adapter has the block operations (torch's or CuPy's);
+    raises for any other."""
+    ad = adapter_of(x)
+    if ad.block_ops:
+        return ad.name
     raise UnsupportedMemorySpaceError(
         f"GPU operands must be CuPy arrays or CUDA torch tensors in cuweave.distributed, got "
         f"{type(x).__module__}.{type(x).__name__} (wrap it with cupy.asarray or "
@@ -73,8 +72,8 @@ def nccl_transport(comm: nccl.Communicator, stream: int, ops, api=nccl):
     (tests pass a recorder)."""
 
     def transport(group, sends, recvs) -> None:
-        moves = [(api.send, peer, b) for peer, b in sends] + \
-                [(api.recv, peer, b) for peer, b in recvs]
+        moves = ([(api.send, peer, b) for peer, b in sends]
+                 + [(api.recv, peer, b) for peer, b in recvs])
         moves = [(fn, peer, b, ops.nbytes(b)) for fn, peer, b in moves]
         moves = [m for m in moves if m[3]]
         if not moves:
@@ -87,41 +86,6 @@ def nccl_transport(comm: nccl.Communicator, stream: int, ops, api=nccl):
             api.group_end(comm.ptr)
 
     return transport
-
-
-def communicator(ctx: DistributedContext) -> nccl.Communicator:
-    """This process's NCCL communicator, made at the first call (collective)."""
-    comm = ctx._gpu.get("nccl")
-    if comm is not None:
-        return comm
-    with _lock:
-        comm = ctx._gpu.get("nccl")
-        if comm is not None:
-            return comm
-        group = ctx.process_group
-        if ctx.device_id is None:  # unreachable through the operations (unwrap checks it)
-            raise InvalidOptionError("device_id must be an int to use NCCL, got None")
-
-        def load_and_id():
-            nccl.get_version()  # loads NCCL (or raises LibraryNotFoundError) on every process
-            return nccl.get_unique_id() if group.rank == 0 else None
-
-        uid = agree(group, load_and_id)[0]
-        from .._internal import cuda
-
-        before = cuda.current_device()
-        cuda.set_device(ctx.device_id)
-        try:
-            ptr = nccl.comm_init_rank(group.nranks, uid, group.rank)
-        finally:
-            if before is not None and before != ctx.device_id:
-                cuda.set_device(before)
-        comm = nccl.Communicator(ptr, group.rank, group.nranks, ctx.device_id)
-        ctx._gpu["nccl"] = comm
-        _log.info("NCCL %d communicator of %d processes on device %d (NCCL %s from %s)",
-                  group.rank, group.nranks, ctx.device_id, nccl.get_version(),
-                  nccl.library_path())
-        return comm
 
 
 class GpuBackend:

@@ -38,8 +38,8 @@ class ProcessGroup:
     """The processes taking part in distributed operations (nvmath-python's ``ProcessGroup``).
 
     Subclasses provide ``rank``, ``nranks`` and the collectives cuweave uses:
-    ``allgather_object``, ``broadcast_object``, ``alltoallv_bytes`` and (EXT, for the bias
-    gradients of the distributed matmul on host operands) ``allreduce_sum``.
+    ``allgather_object``, ``broadcast_object``, ``alltoallv_bytes`` and (a cuweave extension, for
+    the bias gradients of the distributed matmul on host operands) ``allreduce_sum``.
     """
 
     rank: int
@@ -202,7 +202,7 @@ class DistributedContext:
     Attributes
     ----------
     device_id : int or None
-        The CUDA device of this process; ``None`` on a CPU-only rank (EXT).
+        The CUDA device of this process; ``None`` on a CPU-only rank (a cuweave extension).
     process_group : ProcessGroup
         The participating processes.
     communicator : mpi4py.MPI.Comm
@@ -277,8 +277,8 @@ def initialize(device_id, communicator=None, backends=None) -> None:
     ----------
     device_id : int or None
         The CUDA device of this process (one process per GPU, as NCCL requires); GPU operands
-        must live there. EXT: ``None`` declares a CPU-only rank (host operands only). Without
-        ``backends=['nccl']`` no CUDA call is made until a GPU operand is used.
+        must live there. A cuweave extension: ``None`` declares a CPU-only rank (host operands
+        only). Without ``backends=['nccl']`` no CUDA call is made until a GPU operand is used.
     communicator : mpi4py.MPI.Comm or ProcessGroup, optional
         The participating processes (default ``MPI.COMM_WORLD``).
     backends : sequence of {'nvshmem', 'nccl'}, optional
@@ -341,8 +341,6 @@ def _start_nccl(ctx: DistributedContext) -> None:
         _log.info("backends name 'nccl' but not every process has a GPU: NCCL starts at the "
                   "first exchange between GPU operands")
         return
-    from ._gpu import communicator
-
     try:
         communicator(ctx)
     except BaseException:
@@ -403,3 +401,43 @@ def agree(group: ProcessGroup, fn, *args):
                 error = CollectiveError(text, rank, getattr(cls, "__name__", str(cls)))
             raise error
     return [value for value, _ in gathered]
+
+
+_nccl_lock = threading.Lock()
+
+
+def communicator(ctx: DistributedContext):
+    """This process's NCCL communicator, made at the first call (collective)."""
+    from .._bindings import nccl
+
+    comm = ctx._gpu.get("nccl")
+    if comm is not None:
+        return comm
+    with _nccl_lock:
+        comm = ctx._gpu.get("nccl")
+        if comm is not None:
+            return comm
+        group = ctx.process_group
+        if ctx.device_id is None:  # unreachable through the operations (unwrap checks it)
+            raise InvalidOptionError("device_id must be an int to use NCCL, got None")
+
+        def load_and_id():
+            nccl.get_version()  # loads NCCL (or raises LibraryNotFoundError) on every process
+            return nccl.get_unique_id() if group.rank == 0 else None
+
+        uid = agree(group, load_and_id)[0]
+        from .._internal import cuda
+
+        before = cuda.current_device()
+        cuda.set_device(ctx.device_id)
+        try:
+            ptr = nccl.comm_init_rank(group.nranks, uid, group.rank)
+        finally:
+            if before is not None and before != ctx.device_id:
+                cuda.set_device(before)
+        comm = nccl.Communicator(ptr, group.rank, group.nranks, ctx.device_id)
+        ctx._gpu["nccl"] = comm
+        _log.info("NCCL %d communicator of %d processes on device %d (NCCL %s from %s)",
+                  group.rank, group.nranks, ctx.device_id, nccl.get_version(),
+                  nccl.library_path())
+        return comm

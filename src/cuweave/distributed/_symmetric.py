@@ -8,17 +8,18 @@ from __future__ import annotations
 import numpy as np
 
 from .._internal.errors import InvalidOptionError
+from .._internal.packages import package_adapter
 from ._runtime import require_context
 
 __all__ = ["allocate_symmetric_memory", "free_symmetric_memory"]
 
 
-def _package_name(package) -> str:
-    name = getattr(package, "__name__", package)
-    if name not in ("numpy", "torch", "cupy"):
+def _package_adapter(package):
+    ad = package_adapter(package)
+    if ad is None:
         raise InvalidOptionError(
             f"package must be the numpy, cupy or torch module, got {package!r}")
-    return name
+    return ad
 
 
 def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", device_id=None,
@@ -42,7 +43,8 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
     stream : optional
         Accepted for compatibility: GPU work runs on the package's current stream.
     memory_space : {'cpu', 'cuda'}, optional
-        EXT: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'`` otherwise).
+        A cuweave extension: where the array lives (default: ``'cpu'`` for NumPy, ``'cuda'``
+        otherwise).
 
     Examples
     --------
@@ -50,15 +52,16 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
     >>> a = dist.allocate_symmetric_memory((4, 8), np, dtype=np.complex64)  # doctest: +SKIP
     """
     ctx = require_context()
-    name = _package_name(package)
+    ad = _package_adapter(package)
+    name, fixed = ad.name, ad.device_memory  # fixed: None where arrays live in either space
     if axis_order not in ("C", "F"):
         raise InvalidOptionError(f"axis_order must be 'C' or 'F', got {axis_order!r}")
-    space = memory_space or ("cpu" if name == "numpy" else "cuda")
+    space = memory_space or ("cpu" if fixed is False else "cuda")
     if space not in ("cpu", "cuda"):
         raise InvalidOptionError(f"memory_space must be 'cpu' or 'cuda', got {memory_space!r}")
-    if (space == "cuda") != (name == "cupy") and name != "torch":
+    if fixed is not None and (space == "cuda") != fixed:
         raise InvalidOptionError(
-            f"memory_space must be {'cuda' if name == 'cupy' else 'cpu'} for {name} arrays, got "
+            f"memory_space must be {'cuda' if fixed else 'cpu'} for {name} arrays, got "
             f"{space!r}")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
@@ -74,12 +77,7 @@ def allocate_symmetric_memory(shape, package, *, dtype=None, axis_order="C", dev
         from ._gpu import GPU
 
         return GPU.empty(shape, name, dtype, axis_order, device)
-    if name == "torch":
-        import torch
-
-        t = torch.empty(shape, dtype=dtype or torch.float64)
-        return t if axis_order == "C" else t.T.contiguous().T
-    return np.empty(shape, dtype=dtype or np.float64, order=axis_order)
+    return ad.new_array(shape, np.float64 if dtype is None else dtype, None, order=axis_order)
 
 
 def free_symmetric_memory(*tensors) -> None:

@@ -222,8 +222,8 @@ def _check_user_data(ptr: int, device_id: int, kind: str) -> None:
     the GPU can read (device, managed or pinned host memory), never a pageable host pointer."""
     where, ordinal = cuda.pointer_space(ptr)
     if where is None or (where == "device" and ordinal != device_id):
-        got = "memory CUDA does not know (pageable host memory?)" if where is None else \
-            f"device memory of cuda:{ordinal}"
+        got = ("memory CUDA does not know (pageable host memory?)" if where is None else
+               f"device memory of cuda:{ordinal}")
         raise InvalidOptionError(
             f"{kind}.data must be a pointer to device, managed or pinned memory readable by "
             f"cuda:{device_id}, got {ptr:#x} ({got})")

@@ -27,6 +27,7 @@ import sys
 
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import OptionTypeError  # an argument of the wrong type (a float n)
+from .._internal.packages import array_adapter
 from ._options import NORMS as _NORMS
 from ._options import FFTDirection
 from ._spec import OperandTypeError  # an operand of the wrong kind (complex for a real FFT)
@@ -46,120 +47,13 @@ class AxisError(InvalidOptionError, IndexError):
 
 
 # ---- array packages -----------------------------------------------------------------------------
-_DTYPE_NAMES: dict = {}
-
-
-class _ArrayOps:
-    """The few array operations the NumPy layer needs, for NumPy and CuPy (same API)."""
-
-    def __init__(self, xp):
-        self.xp = xp
-
-    def kind_size(self, x):
-        return x.dtype.kind, x.dtype.itemsize
-
-    def dtype_name(self, x):
-        dt = x.dtype
-        name = _DTYPE_NAMES.get(dt)  # dtype.name takes microseconds
-        if name is None:  # byte-swapped data are named so as to be converted
-            name = _DTYPE_NAMES[dt] = dt.name if dt.isnative else dt.str
-        return name
-
-    def astype(self, x, name):
-        return x.astype(name)
-
-    def zeros(self, shape, name, like):
-        return self.xp.zeros(shape, dtype=name)
-
-    def empty(self, shape, name, like):
-        return self.xp.empty(shape, dtype=name)
-
-    def conj(self, x):
-        return self.xp.conj(x)
-
-    def conj_(self, x):
-        return self.xp.conj(x, out=x)
-
-    def to_back(self, x, axes):
-        """A dense copy of ``x`` with ``axes`` moved last, in order."""
-        last = list(range(x.ndim - len(axes), x.ndim))
-        return self.xp.ascontiguousarray(self.xp.moveaxis(x, axes, last))
-
-    def from_back(self, y, axes):
-        last = list(range(y.ndim - len(axes), y.ndim))
-        return self.xp.moveaxis(y, last, axes)
-
-    def copy_into(self, out, y):
-        out[...] = y
-        return out
-
-    def module(self):
-        return self.xp
-
-
-class _TorchOps:
-    """The same operations for torch tensors."""
-
-    def __init__(self, torch):
-        self.torch = torch
-
-    def kind_size(self, x):
-        dt = x.dtype
-        kind = "c" if dt.is_complex else "f" if dt.is_floating_point else \
-            "b" if dt == self.torch.bool else "i"
-        return kind, dt.itemsize
-
-    def dtype_name(self, x):
-        return str(x.dtype).rpartition(".")[2]
-
-    def astype(self, x, name):
-        return x.to(getattr(self.torch, name))
-
-    def zeros(self, shape, name, like):
-        return self.torch.zeros(shape, dtype=getattr(self.torch, name), device=like.device)
-
-    def empty(self, shape, name, like):
-        return self.torch.empty(shape, dtype=getattr(self.torch, name), device=like.device)
-
-    def conj(self, x):
-        return self.torch.conj_physical(x)
-
-    def conj_(self, x):
-        return x.conj_physical_()
-
-    def to_back(self, x, axes):
-        last = list(range(x.ndim - len(axes), x.ndim))
-        return self.torch.movedim(x, axes, last).contiguous()
-
-    def from_back(self, y, axes):
-        last = list(range(y.ndim - len(axes), y.ndim))
-        return self.torch.movedim(y, last, axes)
-
-    def copy_into(self, out, y):
-        out.copy_(y)
-        return out
-
-    def module(self):
-        return self.torch
-
-
-_OPS: dict = {}
-
-
 def array_ops(x, name: str = "x"):
-    """The operations for ``x``'s package (NumPy, CuPy or torch), else a typed error."""
-    mod = type(x).__module__.partition(".")[0]
-    ops = _OPS.get(mod)
+    """The array operations for ``x``'s package (its adapter: NumPy, CuPy or torch), else a
+    typed error."""
+    ops = array_adapter(x)
     if ops is None:
-        pkg = sys.modules.get(mod)
-        if mod in ("numpy", "cupy") and isinstance(x, pkg.ndarray):
-            ops = _OPS[mod] = _ArrayOps(pkg)
-        elif mod == "torch" and isinstance(x, pkg.Tensor):
-            ops = _OPS[mod] = _TorchOps(pkg)
-        else:
-            raise OperandTypeError(
-                f"{name} must be a NumPy or CuPy array or a torch tensor, got "
-                f"{type(x).__name__}")
+        raise OperandTypeError(
+            f"{name} must be a NumPy or CuPy array or a torch tensor, got {type(x).__name__}")
     return ops
 
 
@@ -178,7 +72,7 @@ def working_precision(ops, x, name: str = "x") -> str:
     if real is None:
         raise OperandTypeError(
             f"{name} dtype must be boolean, integer, float16/32/64 or complex64/128, got "
-            f"{ops.dtype_name(x)!r}")
+            f"{ops.dtype_label(x)!r}")
     return real
 
 
@@ -286,7 +180,7 @@ class Recipe:
         real = working_precision(ops, x)
         if want == "real" and ops.kind_size(x)[0] == "c":
             raise OperandTypeError(f"x must be a real sequence for {kind}, got "
-                                   f"{ops.dtype_name(x)!r} data")
+                                   f"{ops.dtype_label(x)!r} data")
         self.step, self.hermitian = step, hermitian
         self.norm = _SWAP[norm] if hermitian else norm
         self.s, self.axes, self.last_n = s, tuple(axes), s[-1]
@@ -307,11 +201,11 @@ class Recipe:
         self.elements = max(math.prod(fitted), math.prod(out))
         self.empty = self.elements == 0 or 0 in shape
         self.simple = (not hermitian and not self.empty and len(axes) <= _MAX_GROUP
-                       and ops.dtype_name(x) == self.in_name and fitted == list(shape))
+                       and ops.dtype_label(x) == self.in_name and fitted == list(shape))
         #: a simple recipe's arguments of the function forms' body after the operand, so a
         #: call goes straight to the plan cache (None after a layout cuFFT cannot express)
-        self.direct = _form_args(step, self.axes, s[-1], self.norm, None) if self.simple \
-            else None
+        self.direct = (_form_args(step, self.axes, s[-1], self.norm, None) if self.simple
+                       else None)
 
     def run(self, x, *, execution=None):
         """Fit ``x`` (dtype, ``s``), transform, return the result where ``x`` lives."""
@@ -325,7 +219,7 @@ class Recipe:
             return _engine(self.step, x, self.axes, self.last_n, self.norm, execution)
         ops = self.ops
         if self.empty:
-            return ops.zeros(self.out_shape, self.out_dtype, x)
+            return ops.new_like(self.out_shape, self.out_dtype, x, zeros=True)
         x, copied = self._fitted(x)
         if self.kind == "hfft":
             x = ops.conj_(x) if copied else ops.conj(x)
@@ -336,7 +230,7 @@ class Recipe:
         """(``x`` in the working dtype, cropped and zero-padded to ``in_targets``; whether it
         is a new array)."""
         ops, name = self.ops, self.in_name
-        copied = ops.dtype_name(x) != name
+        copied = ops.dtype_label(x) != name
         if copied:
             x = ops.astype(x, name)
         shape = tuple(x.shape)
@@ -351,7 +245,7 @@ class Recipe:
         kept = tuple(x.shape)
         if tuple(padded) == kept:
             return x, copied
-        z = ops.empty(tuple(padded), name, x)
+        z = ops.new_like(tuple(padded), name, x)
         z[tuple(slice(0, n) for n in kept)] = x
         for a, n in enumerate(kept):  # zero only the padding (not the whole array first)
             if padded[a] > n:
@@ -694,10 +588,7 @@ def ifftshift(x, axes=None):
 
 
 def _shift(x, axes, name):
-    ops = array_ops(x)
-    if isinstance(ops, _TorchOps):
-        return getattr(ops.torch.fft, name)(x, dim=axes)
-    return getattr(ops.xp.fft, name)(x, axes=axes)
+    return array_ops(x).fft_shift(x, axes, name)
 
 
 def fftfreq(n, d=1.0):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Literal
@@ -107,9 +108,9 @@ class DeviceCallable:
     data : int or None
         Device pointer handed to the callback as ``user_info`` (``None``: null).
     symbol : str or None
-        EXT: the callback's symbol in the LTO-IR, passed to ``cufftXtSetJITCallback``;
-        ``None`` (recommended) lets cuFFT look up its default C++-mangled name
-        (``cufftJITCallbackStoreComplex`` etc.), which :func:`compile_prolog` and
+        A cuweave extension: the callback's symbol in the LTO-IR, passed to
+        ``cufftXtSetJITCallback``; ``None`` (recommended) lets cuFFT look up its default C++-mangled
+        name (``cufftJITCallbackStoreComplex`` etc.), which :func:`compile_prolog` and
         :func:`compile_epilog` produce.
     """
 
@@ -147,3 +148,14 @@ class DeviceCallable:
         themselves (compared by content only on a hash match; a hit on the same object is an
         identity check), so two LTO-IRs of one hash never share a plan."""
         return callback_key(self.ltoir, self.size, self.data, self.symbol)
+
+
+def norm_scale(norm: str | None, direction: FFTDirection, n: int) -> float:
+    """The factor NumPy's ``norm`` applies in ``direction`` to a transform of ``n`` points."""
+    if norm is None:
+        return 1.0
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    if (norm == "backward") == (direction == FFTDirection.INVERSE):
+        return 1.0 / n
+    return 1.0

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
+from .._internal.cache import operand_key, plan_key
 from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
 from .._internal.options import ExecutionCPU, OptionTypeError, resolve_execution
 from .._internal.overlap import check_inplace_target
-from .._internal.packages import wrap_operand
+from .._internal.packages import adapter, resolve_stream, wrap_operand
 from ._layout import (
     LayoutPlan,
     c_strides,
@@ -25,7 +26,7 @@ from ._layout import (
 from ._options import DeviceCallable, FFTDirection, callback_key
 
 __all__ = ["Spec", "wrap", "build_spec", "spec_key", "execution_space", "result_dtype",
-           "infer_fft_type", "default_direction", "norm_scale", "coerce_callable",
+           "infer_fft_type", "default_direction", "coerce_callable",
            "callback_fast_key", "public_key", "OperandTypeError", "ComplexForRealError"]
 
 
@@ -138,17 +139,6 @@ def default_direction(fft_type: str) -> FFTDirection:
     return FFTDirection.INVERSE if fft_type == "C2R" else FFTDirection.FORWARD
 
 
-def norm_scale(norm: str | None, direction: FFTDirection, n: int) -> float:
-    """The factor NumPy's ``norm`` applies in ``direction`` to a transform of ``n`` points."""
-    if norm is None:
-        return 1.0
-    if norm == "ortho":
-        return 1.0 / math.sqrt(n)
-    if (norm == "backward") == (direction == FFTDirection.INVERSE):
-        return 1.0 / n
-    return 1.0
-
-
 def coerce_callable(value, name: str) -> DeviceCallable | None:
     if value is None or isinstance(value, DeviceCallable):
         return value
@@ -183,6 +173,12 @@ class Spec:
                  "dtype", "out_dtype", "axes", "fft_type", "lengths", "out_shape", "inplace",
                  "options", "layout", "dev_strides", "n_points", "stage_perm", "to_host")
 
+    def stream(self, stream):
+        """``stream`` (any accepted stream object; ``None``: the current one of a device
+        operand's package) as a :class:`Stream`: the one place a stream argument is resolved."""
+        package = self.package if self.device == "cuda" else None
+        return resolve_stream(stream, package=package, device_id=self.device_id)
+
     def __repr__(self) -> str:
         return (f"Spec({self.fft_type}, {self.dtype}->{self.out_dtype}, shape={self.shape}, "
                 f"axes={self.axes}, {'cuda' if self.cuda else 'cpu'})")
@@ -215,20 +211,21 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.package, s.device, s.shape, s.strides, s.dtype = (op.package, op.device, op.shape,
                                                         op.strides, op.dtype)
     s.options = options
-    s.space = execution_space(execution, op)
-    s.cuda = s.space.name == "cuda"
-    s.device_id = s.space.device_id if s.cuda else op.device_id  # None for host operands
-    s.staged = s.cuda and op.device == "cpu"
-    s.axes = normalize_axes(axes, len(op.shape))
+    # the types first (the operand's record alone), then where it runs, then its layout
     s.fft_type = infer_fft_type(op.dtype, options.fft_type)
     if options.inplace and s.fft_type != "C2C":
         raise InvalidOptionError(
             f"inplace must be False for a {s.fft_type} transform (in-place is C2C only), got True")
     s.out_dtype = result_dtype(op.dtype, s.fft_type)
-    if s.out_dtype == "complex32" and op.package in ("numpy", "cupy"):
+    if s.out_dtype == "complex32" and not adapter(op.package).has_complex32:
         raise OperandTypeError(  # a TypeError, as nvmath-python raises
             f"operand dtype must not be float16 for a {op.package} R2C transform ({op.package} "
             "has no complex32 for the result), got 'float16'; use a torch tensor or float32")
+    s.space = execution_space(execution, op)
+    s.cuda = s.space.name == "cuda"
+    s.device_id = s.space.device_id if s.cuda else op.device_id  # None for host operands
+    s.staged = s.cuda and op.device == "cpu"
+    s.axes = normalize_axes(axes, len(op.shape))
     s.lengths, s.out_shape = fft_lengths(op.shape, s.axes, s.fft_type, options.last_axis_parity)
     if any(n == 0 for n in op.shape):
         raise InvalidOperandError(f"operand must not be empty, got shape {op.shape!r}")
@@ -297,7 +294,8 @@ def _callable_key(c, name: str) -> tuple | None:
 
 
 def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
-    """Hashable key of everything that shapes a plan (never the data pointer).
+    """Hashable key of everything that shapes a plan (never the data pointer), by the one
+    key builder (:func:`~cuweave._internal.cache.plan_key`).
 
     ``axes`` enter normalized (``None``, ``1``, ``(1,)`` and ``(-1,)`` of a 2-D operand give one
     key), so :meth:`FFT.get_key` equals :meth:`FFT.create_key` of the same arguments.
@@ -306,11 +304,13 @@ def spec_key(op, axes, options, space, prolog=None, epilog=None) -> tuple:
         where = ("cuda", space.device_id)
     else:
         where = ("cpu", space.num_threads)
-    return (op.package, op.device, op.shape, op.strides, op.dtype,
-            normalize_axes(axes, len(op.shape)), options.fft_type, options.inplace,
-            options.last_axis_parity, options.result_layout, options.blocking,
-            id(options.allocator) if options.allocator is not None else None, where,
-            _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
+    # the options that shape a plan, field by field (freezing the whole dataclass costs more
+    # than the rest of the key), the allocator by identity
+    axes = normalize_axes(axes, len(op.shape))
+    return plan_key(operand_key(op, aligned=False), axes, options.fft_type, options.inplace,
+                    options.last_axis_parity, options.result_layout, options.blocking,
+                    id(options.allocator) if options.allocator is not None else None, where,
+                    _callable_key(prolog, "prolog"), _callable_key(epilog, "epilog"))
 
 
 def callback_fast_key(c):

@@ -11,12 +11,10 @@ meaning) asks for it; on the GPU the scaling is fused into the transform as an L
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import operator
 import time
 
-from .._internal import cuda
 from .._internal.arrays import Operand
 from .._internal.cache import PlanCache
 from .._internal.errors import (
@@ -29,14 +27,11 @@ from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import coerce_options
 from .._internal.overlap import check_inplace_target
-from .._internal.packages import adapter, probe, resolve_stream
-from .._internal.resources import StreamResources
-from ._cpu import CpuPlan
-from ._cross import check_writable, download, upload_result
-from ._cuda_plan import CudaPlan, estimate_workspace, on_device
-from ._layout import CufftLayout, LayoutPlan, coerce_axes, dense_strides, result_perm
-from ._options import NORMS, FFTDirection, FFTOptions
-from ._run import allocate_buffers, build_run
+from .._internal.packages import probe
+from ._cuda_plan import estimate_workspace
+from ._layout import CufftLayout, LayoutPlan, coerce_axes, dense_strides
+from ._options import NORMS, FFTDirection, FFTOptions, norm_scale
+from ._plan import Call, Plan, cpu_perm, new_call
 from ._spec import (
     OperandTypeError,
     build_spec,
@@ -45,7 +40,6 @@ from ._spec import (
     default_direction,
     execution_space,
     metadata_operand,
-    norm_scale,
     plan_args,
     public_key,
     spec_key,
@@ -104,8 +98,8 @@ class FFT(StatefulObject):
     operand : array
         NumPy/CuPy array or torch tensor (or another DLPack / CUDA array interface producer).
     axes : int or sequence of int, optional
-        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved. EXT: a
-        single int means one axis (``axes=1`` is ``axes=(1,)``).
+        Transformed axes (default: all, at most 3). For R2C/C2R the last one is halved. A cuweave
+        extension: a single int means one axis (``axes=1`` is ``axes=(1,)``).
     options : FFTOptions or dict, optional
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         Default: where the operand lives; a dict without ``'name'`` (``{"num_threads": 2}``)
@@ -128,46 +122,36 @@ class FFT(StatefulObject):
     True
     """
 
+    _plan = None  # the Plan (plan() makes it)
+    _call = None  # the current Call (None: no operand bound)
+    _ready = None  # the plan's run while a call is bound: execute() calls it unchecked
+    _stored = None  # the stream given at construction or reset (kept alive while bound)
+
     def __init__(self, operand, /, *, axes=None, options=None, execution=None, stream=None):
         self.options = coerce_options(options, FFTOptions, "options")
         self.logger = self.options.logger or _log
         op = operand if _is_operand(operand) else wrap(operand)
         self._spec = build_spec(op, axes, self.options, execution)
-        self._cuda_plan = None
-        self._cpu_plan = None
-        self._bufs = None
-        self._stream = self._stream_holder = None  # None: the current stream at execute
-        self._cur_stream = [None]  # the stream last set on the plan (shared with the run)
-        self._run = None  # the one cuFFT run, built by plan() (_run.build_run)
-        self._hot = None  # _run while an operand is bound: execute() calls it unchecked
-        self._in_c = ctypes.c_void_p()  # the input address as the run passes it
-        self._set_operand(op)
-        if self._spec.cuda:
-            spec = self._spec
-            self._bufs = StreamResources(spec.device_id, op.package, self.options.allocator)
         self._set_stream(stream)
+        self._bind(op)
         if self.logger.isEnabledFor(20):
             self.logger.info("FFT %r", self._spec)
 
     # ---- operands ---------------------------------------------------------------------------
-    def _set_operand(self, op) -> None:
-        self._op = op
-        self._in_obj = op.obj
-        self._in_ptr = self._in_c.value = op.ptr
-        self._hot = self._run
-
-    def _resolve(self, stream):
-        """``stream`` (None: the current one of the operand's package) as a Stream holder."""
-        spec = self._spec
-        package = spec.package if spec.device == "cuda" else None
-        return resolve_stream(stream, package=package, device_id=spec.device_id)
+    def _bind(self, op) -> None:
+        """Make ``op`` the operand of the current call (the stored stream with it)."""
+        stored = self._stored
+        self._call = Call.of(op, None, None if stored is None else stored.ptr)
+        self._ready = self._plan.run if self._plan is not None else None
 
     def _set_stream(self, stream) -> None:
         """Store ``stream`` for later executions (validated only with CPU execution)."""
         if stream is not None:
-            holder = self._resolve(stream)
+            holder = self._spec.stream(stream)
             if self._spec.cuda or self._spec.to_host:  # keep the stream object alive too
-                self._stream, self._stream_holder = holder.ptr, holder
+                self._stored = holder
+                if self._call is not None:
+                    self._call.stored = holder.ptr
 
     def reset_operand(self, operand=None, *, stream=None) -> None:
         """Point the plan at a new operand; ``None`` releases it.
@@ -199,8 +183,8 @@ class FFT(StatefulObject):
             self._respecify(op)
         elif s.inplace:
             check_inplace_target(op, "operand")
-        self._set_operand(op)
         self._set_stream(stream)
+        self._bind(op)
 
     def _respecify(self, op) -> None:
         """Adopt ``op``'s shape and strides when the planned transform runs it unchanged."""
@@ -217,10 +201,8 @@ class FFT(StatefulObject):
                 f"strides {s.strides!r}, axes {s.axes!r}, or the same with batch axes "
                 f"rearranged), got shape {op.shape!r} and strides {op.strides!r}")
         self._spec = new
-        if self._run is not None:
-            self._run = build_run(self)
-        if self._cpu_plan is not None and _cpu_perm(new) != _cpu_perm(s):
-            self._cpu_plan = _make_cpu_plan(new)
+        if self._plan is not None:
+            self._plan = self._plan.respecified(new)
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
         """Like :meth:`reset_operand` without checks: the caller guarantees the package, dtype
@@ -232,24 +214,12 @@ class FFT(StatefulObject):
         s = self._spec
         if op.shape != s.shape or op.strides != s.strides:
             self._respecify(op)
-        self._set_operand(op)
         self._set_stream(stream)
+        self._bind(op)
 
     def release_operand(self) -> None:
         """Drop the operand and the stored stream (a later execute needs :meth:`reset_operand`)."""
-        self._op = self._in_obj = self._in_ptr = None
-        self._stream = self._stream_holder = None
-        in_c = getattr(self, "_in_c", None)
-        if in_c is not None:
-            in_c.value = None
-        self._hot = None
-
-    def _park(self) -> None:
-        """Between function-form calls: no operand and no stream kept (each call resolves its
-        own); the run stays, and a cache hit passes its operand to it."""
-        hot = self._hot
-        self.release_operand()
-        self._hot = hot
+        self._call = self._ready = self._stored = None
 
     def get_input_layout(self):
         """``(shape, strides)`` of the input as the transform reads it (strides in elements)."""
@@ -261,7 +231,7 @@ class FFT(StatefulObject):
         if s.cuda:
             return s.out_shape, s.layout.out_strides
         return s.out_shape, (s.strides if s.inplace else dense_strides(s.out_shape,
-                                                                       _cpu_perm(s)))
+                                                                       cpu_perm(s)))
 
     # ---- keys ------------------------------------------------------------------------------
     def get_key(self, *, prolog=None, epilog=None):
@@ -316,47 +286,35 @@ class FFT(StatefulObject):
     def plan(self, *, prolog=None, epilog=None, stream=None, direction=None, norm=None):
         """Plan the transform.
 
-        ``direction`` is the direction the callbacks and ``norm`` (EXT, NumPy's meaning,
-        fused into the transform) are planned for; ``execute`` may use the other direction of a
-        C2C plan only when the scaling is the same.
+        ``direction`` is the direction the callbacks and ``norm`` (a cuweave extension, NumPy's
+        meaning, fused into the transform) are planned for; ``execute`` may use the other direction
+        of a C2C plan only when the scaling is the same.
         """
         self._require_valid("plan")
         spec = self._spec
-        self._plan_direction = _direction(direction, spec.fft_type)
-        self._norm = _check_norm(norm)
+        planned = _direction(direction, spec.fft_type)
+        norm = _check_norm(norm)
         prolog = coerce_callable(prolog, "prolog")
         epilog = coerce_callable(epilog, "epilog")
         self._set_stream(stream)
         self._release()
         self._freed = False
         t0 = time.perf_counter()
-        if not spec.cuda:
-            if spec.to_host:
-                check_writable(self._op, spec.inplace)
-            if prolog is not None or epilog is not None:
-                raise InvalidOptionError(
-                    "prolog and epilog must be None with CPU execution, got a callback")
-            self._cpu_plan = _make_cpu_plan(spec)
-        else:
-            scale = norm_scale(norm, self._plan_direction, spec.n_points)
-            self._cuda_plan = CudaPlan(spec, prolog=prolog, epilog=epilog, scale=scale,
-                                       logger=self.logger)
-            self._cur_stream = [None]
-            self._run = build_run(self)
-            allocate_buffers(self)  # no lazy work left for a first run (graph capture)
-        self._hot = self._run if self._in_obj is not None else None
+        self._plan = Plan(spec, planned, norm, prolog, epilog, self.logger, self._call)
+        self._ready = self._plan.run if self._call is not None else None
         self._mark_planned()
         if self.logger.isEnabledFor(20):
             self.logger.info("planned in %.3f ms", 1e3 * (time.perf_counter() - t0))
 
     def _check_exec_direction(self, direction) -> FFTDirection:
+        plan = self._plan
         d = _direction(direction, self._spec.fft_type)
-        if d != self._plan_direction and self._norm is not None:
+        if d != plan.direction and plan.norm is not None:
             n = self._spec.n_points
-            if norm_scale(self._norm, d, n) != norm_scale(self._norm, self._plan_direction, n):
+            if norm_scale(plan.norm, d, n) != norm_scale(plan.norm, plan.direction, n):
                 raise InvalidOptionError(
-                    f"direction must be {self._plan_direction.name} (the direction norm="
-                    f"{self._norm!r} was planned for), got {d.name}; plan(direction=...) again")
+                    f"direction must be {plan.direction.name} (the direction norm="
+                    f"{plan.norm!r} was planned for), got {d.name}; plan(direction=...) again")
         return d
 
     # ---- execution --------------------------------------------------------------------------
@@ -365,62 +323,41 @@ class FFT(StatefulObject):
 
         In-place (``options.inplace``) transforms return the operand itself.
         """
-        hot = self._hot  # None unless planned on CUDA with an operand
-        if hot is not None and direction is None and stream is None and not release_workspace:
-            return hot(self)
+        ready = self._ready  # None unless planned with an operand
+        if (ready is not None and direction is None and stream is None
+                and release_workspace is False):
+            return ready(self._call)
         if not isinstance(release_workspace, bool):
             raise InvalidOptionError(
                 f"release_workspace must be a bool, got {release_workspace!r}")
         if not self._planned:
             self._require_planned("execute")
-        if self._in_obj is None:
+        call = self._call
+        if call is None:
             raise InvalidStateError(
                 "FFT.execute() needs an operand: it was released; call reset_operand first")
-        d = self._plan_direction if direction is None else self._check_exec_direction(direction)
-        if self._cpu_plan is not None:
-            if stream is not None:
-                self._resolve(stream)  # validated: CPU execution has no stream
-            return self._execute_cpu(d)
-        res = self._run(self, int(d), None if stream is None else self._resolve(stream).ptr)
+        plan = self._plan
+        d = None if direction is None else self._check_exec_direction(direction)
+        if stream is not None:
+            s = self._spec.stream(stream)  # validated: CPU execution has no stream
+            if self._spec.cuda:
+                call = call.copy(stream=s.ptr)
+        res = plan.run(call, None if d is None else int(d))
         if release_workspace:
-            self.release_workspace()
+            plan.release_workspace()
         return res
-
-    def _execute_cpu(self, d):
-        spec = self._spec
-        if spec.to_host:  # a device operand: to the host and back (as nvmath-python)
-            with on_device(spec.device_id):
-                s = self._stream if self._stream is not None else self._resolve(None).ptr
-                res = self._cpu_plan.run(download(self._op, s), d, self._norm)
-                out = upload_result(self._op, res, spec.out_dtype, s, inplace=spec.inplace,
-                                    allocator=self.options.allocator,
-                                    perm=self._cpu_plan.perm)
-                if self.options.blocking is True:
-                    cuda.synchronize(s)
-            deliver = adapter(spec.package).deliver
-            return out if deliver is None or spec.inplace else deliver(out)
-        x = self._op.host_array()
-        res = self._cpu_plan.run(x, d, self._norm)
-        if spec.inplace:
-            x[...] = res
-            return self._in_obj
-        return adapter(spec.package).from_numpy(res)
 
     def release_workspace(self) -> None:
         """Return the workspace to the pool (reallocated by the next execute)."""
-        if self._bufs is not None and self._bufs.has("work"):
-            self._bufs.release("work")
+        if self._plan is not None:
+            self._plan.release_workspace()
 
     # ---- lifecycle --------------------------------------------------------------------------
     def _release(self) -> None:
-        self._hot = self._run = None
-        plan, self._cuda_plan = getattr(self, "_cuda_plan", None), None
-        self._cpu_plan = None
+        self._ready = None
+        plan, self._plan = self._plan, None
         if plan is not None:
-            plan.destroy()
-        bufs = getattr(self, "_bufs", None)
-        if bufs is not None:
-            bufs.close()
+            plan.free()
 
     def free(self) -> None:
         """Release the plan and buffers, and drop the operand and the stored stream."""
@@ -429,20 +366,7 @@ class FFT(StatefulObject):
 
     @property
     def workspace_size(self) -> int:
-        return self._cuda_plan.workspace_size if self._cuda_plan is not None else 0
-
-
-def _cpu_perm(spec) -> tuple[int, ...]:
-    """The axis order of a CPU execution's result in memory (nvmath-python's strides)."""
-    return result_perm(spec.shape, spec.strides, spec.axes, spec.fft_type,
-                       spec.options.result_layout)
-
-
-def _make_cpu_plan(spec) -> CpuPlan:
-    out_lengths = [spec.out_shape[a] for a in spec.axes]
-    perm = None if spec.inplace else _cpu_perm(spec)
-    return CpuPlan(spec.fft_type, spec.axes, out_lengths, spec.space.threads, spec.dtype,
-                   perm=perm)
+        return self._plan.workspace_size if self._plan is not None else 0
 
 
 def _is_operand(x) -> bool:
@@ -543,8 +467,9 @@ def _options_for(options, fft_type):
 
 def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
           fft_type):
+    """The function forms: wrap once, key, take or make the cached plan, run a fresh call."""
     _check_norm(norm)  # before it enters a key (an unhashable norm is a user error too)
-    fast = None
+    fast = plan = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)
     if (options is None or options is C2R_ODD) and execution is None and stream is None:
@@ -556,49 +481,40 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
             if prolog is not None or epilog is not None:
                 fast += (callback_fast_key(prolog), callback_fast_key(epilog))
             try:
-                obj = plan_cache.pop(fast)
+                plan = plan_cache.pop(fast)
             except TypeError:  # unhashable entries in axes: reported by coerce_axes below
-                obj = fast = None
-            if obj is not None:
-                hot = obj._hot  # planned for `direction`: run it on the current stream
-                if hot is not None:
-                    try:
-                        return hot(obj, None, None, operand, found[1])
-                    finally:
-                        plan_cache.put(fast, obj, obj.workspace_size)
-                obj._set_operand(wrap(operand))
-                return _execute_and_put_back(obj, fast, direction, stream)
+                plan = fast = None
+            if plan is not None and not plan.needs_record:
+                # planned for `direction`: run on the current stream (nothing wrapped)
+                try:
+                    return plan.run(Call(operand, found[1]))
+                finally:
+                    plan_cache.put(fast, plan, plan.workspace_size)
     if fast is None:
         axes = coerce_axes(axes)
     opts = _options_for(options, fft_type)
     op = wrap(operand)
     space = execution_space(execution, op)
     key = fast or (spec_key(op, axes, opts, space, prolog, epilog), direction, norm)
-    obj = plan_cache.pop(key)
-    if obj is None:
-        obj = FFT(op, axes=axes, options=opts, execution=space, stream=stream)
-        try:
-            obj.plan(prolog=prolog, epilog=epilog, stream=stream, direction=direction, norm=norm)
-        except BaseException:
-            obj.free()
-            raise
-    else:
-        if obj._spec.inplace:
-            try:
-                check_inplace_target(op, "operand")
-            except BaseException:
-                plan_cache.put(key, obj, obj.workspace_size)
-                raise
-        obj._set_operand(op)
-    return _execute_and_put_back(obj, key, direction, stream)
-
-
-def _execute_and_put_back(obj, key, direction, stream):
+    if plan is None:
+        plan = plan_cache.pop(key)
+    fresh = plan is None
     try:
-        return obj.execute(direction=direction, stream=stream)
+        if fresh:  # a miss: the plan is made for this operand
+            spec = build_spec(op, axes, opts, space)
+        else:  # a hit: the operand checked, the plan goes back after
+            spec = plan.spec
+            if spec.inplace:
+                check_inplace_target(op, "operand")
+        call = new_call(spec, op, stream)
+        if fresh:
+            plan = Plan(spec, _direction(direction, spec.fft_type), norm,
+                        coerce_callable(prolog, "prolog"), coerce_callable(epilog, "epilog"),
+                        opts.logger or _log, call)
+        return plan.run(call)
     finally:
-        obj._park()
-        plan_cache.put(key, obj, obj.workspace_size)
+        if plan is not None:
+            plan_cache.put(key, plan, plan.workspace_size)
 
 
 def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
@@ -610,10 +526,10 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     ----------
     operand : array
     axes : int or sequence of int, optional
-        At most 3 transformed axes (default: all); the others are batched. EXT: an int is one
-        axis.
+        At most 3 transformed axes (default: all); the others are batched. A cuweave extension: an
+        int is one axis.
     direction : FFTDirection or str, optional
-        EXT-compatible with nvmath-python: ``'inverse'`` makes this :func:`ifft`.
+        Compatible with nvmath-python: ``'inverse'`` makes this :func:`ifft`.
     options, execution, prolog, epilog
         See :class:`FFT` and :meth:`FFT.plan`.
     stream : optional
@@ -621,7 +537,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
         default stream for host, DLPack and CUDA-array-interface operands). Validated but
         unused with CPU execution.
     norm : {None, 'backward', 'ortho', 'forward'}
-        EXT: NumPy's normalization, fused into the transform. ``None`` never scales.
+        A cuweave extension: NumPy's normalization, fused into the transform. ``None`` never scales.
 
     Returns
     -------
@@ -638,7 +554,7 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     >>> y = F.fft(x.astype(np.complex64), axes=[1])
     >>> np.round(np.abs(y[0]), 4).tolist()
     [0.0, 8.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    >>> z = F.ifft(y, axes=[1], norm="backward")        # EXT: NumPy's normalization, fused
+    >>> z = F.ifft(y, axes=[1], norm="backward")  # norm (a cuweave extension): NumPy's, fused
     >>> bool(np.allclose(z, x, atol=1e-6))
     True
     """

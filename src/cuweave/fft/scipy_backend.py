@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import operator
 import os
-import sys
 
 from .._internal.errors import InvalidOptionError
+from .._internal.packages import NamespaceArrayOps, array_adapter
 from ._numpy_api import recipe
 
 __all__ = ["__ua_domain__", "__ua_function__", "numpy_gpu_min_elements"]
@@ -56,7 +56,7 @@ __ua_domain__ = "numpy.scipy.fft"
 numpy_gpu_min_elements: int | None = 1 << 18
 
 _GPU: list = []  # [bool] once known
-_WHERE: dict = {}  # type(x) -> 'numpy', 'cupy' or None (what _classify says of that type)
+_WHERE: dict = {}  # type(x) -> 'host', 'device' or None (what _classify says of that type)
 
 
 def __ua_function__(method, args, kwargs):
@@ -76,27 +76,28 @@ def _gpu_usable() -> bool:
 
 
 def _where(x):
-    """'numpy' or 'cupy' for the arrays this backend serves, else None (cached by type)."""
+    """'host' (NumPy arrays) or 'device' (CuPy arrays) for the arrays this backend serves, else
+    None (cached by type)."""
     t = type(x)
     try:
         return _WHERE[t]
     except KeyError:
         pass
-    where = _classify(t)
+    where = _classify(x)
     if len(_WHERE) < 256:
         _WHERE[t] = where
     return where
 
 
-def _classify(t):
-    mod = t.__module__
-    if mod == "numpy":
-        np = sys.modules["numpy"]
-        return "numpy" if t is np.ndarray else None
-    if type(mod) is str and mod.startswith("cupy"):
-        cupy = sys.modules.get("cupy")
-        return "cupy" if cupy is not None and issubclass(t, cupy.ndarray) else None
-    return None
+def _classify(x):
+    """Arrays of NumPy's namespace (the packages SciPy dispatches): device arrays, or plain
+    host arrays (not a subclass such as a masked array); by their package's adapter."""
+    ad = array_adapter(x)
+    if not isinstance(ad, NamespaceArrayOps):
+        return None
+    if ad.device_memory:
+        return "device"
+    return "host" if type(x) is ad.xp.ndarray else None
 
 
 def check_workers(workers) -> None:
@@ -130,7 +131,7 @@ def _serve(kind, x, s, axes, norm, workers, plan, one_d):
     where = _where(x)
     if where is None:
         return NotImplemented
-    if where == "cupy":
+    if where == "device":
         if workers is not None:
             check_workers(workers)
         return recipe(kind, x, s, axes, norm, one_d=one_d).run(x)

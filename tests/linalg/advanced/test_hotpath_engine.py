@@ -26,6 +26,7 @@ from cuweave._internal.errors import (
 )
 from cuweave.linalg.advanced import Matmul, _cuda, matmul
 from cuweave.linalg.advanced._function import plan_cache
+from cuweave.linalg.advanced._plan import Plan
 from tests.fakes.cublaslt import FakeGPU
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def test_alpha_beta_are_written_on_reset_only(gpu):
     mm = Matmul(a, b, c, alpha=2.0, beta=0.5)
     mm.plan()
     mm.execute()
-    eng = mm._engine
+    eng = mm._plan.engine
     assert (eng.alpha_buf[0], eng.beta_buf[0]) == (2.0, 0.5)
     mm.reset_operands(alpha=3.0)
     mm.execute()
@@ -132,7 +133,7 @@ def test_inplace_lean_run_writes_into_c(gpu):
     a, b, c = gpu.tensor(32, 16), gpu.tensor(16, 24), gpu.tensor(32, 24)
     with Matmul(a, b, c, beta=0.0, options=MatmulOptions(inplace=True)) as mm:
         mm.plan()
-        assert mm._fast is not None
+        assert mm._ready is not None
         allocations = next(gpu.torch.allocations)
         assert mm.execute() is c
         c2 = gpu.tensor(32, 24)
@@ -177,8 +178,9 @@ def test_function_form_keeps_no_tensor_alive_and_rebinds_each_call(gpu):
         del a
         gc.collect()
         assert ref() is None  # the cached plan's operand records dropped the tensor
-    (mm,) = [m for m, _ in plan_cache._idle.values()] + [s[1] for s in plan_cache._front]
-    assert mm.alpha == 1.0 and mm._ops is None
+    (plan,) = [m for m, _ in plan_cache._idle.values()] + [s[1] for s in plan_cache._front]
+    # the cached plan holds no call (no operand), and the last call's alpha is in its buffer
+    assert isinstance(plan, Plan) and plan.engine.alpha_buf[0] == 1.0
 
 
 def test_function_form_rebinds_new_pointers(gpu):
@@ -292,7 +294,7 @@ def test_host_operands_are_uploaded_and_results_downloaded(gpu, monkeypatch, epi
     pattern = np.arange(m * n, dtype=np.float32)
 
     def kernel(args):  # snapshot what the device holds; write a recognizable result
-        x, y = (b, a) if mm._problem.swap else (a, b)
+        x, y = (b, a) if mm._plan.problem.swap else (a, b)
         seen["a"] = ctypes.string_at(args[3], x.nbytes)
         seen["b"] = ctypes.string_at(args[5], y.nbytes)
         ctypes.memmove(args[10], pattern.ctypes.data, pattern.nbytes)
@@ -304,7 +306,7 @@ def test_host_operands_are_uploaded_and_results_downloaded(gpu, monkeypatch, epi
     for _ in range(2):
         out = mm.execute()
         d, aux = out if epilog else (out, None)
-        swap = mm._problem.swap
+        swap = mm._plan.problem.swap
         assert seen["a"] == (b if swap else a).tobytes()
         assert seen["b"] == (a if swap else b).tobytes()
         flat = d.reshape(-1, order="C" if swap else "F")
@@ -355,13 +357,13 @@ def test_host_operands_uploaded_again_are_dma_ed_from_where_they_are(gpu):
         sources = {src for _dst, src, _n in gpu._queue[queued:]}
         direct = {a.ctypes.data, b.ctypes.data} <= sources
         assert direct == (run >= 2), run  # registered by the third upload
-        assert seen["a"] == (b if mm._problem.swap else a).tobytes()
-        assert seen["b"] == (a if mm._problem.swap else b).tobytes()
+        assert seen["a"] == (b if mm._plan.problem.swap else a).tobytes()
+        assert seen["b"] == (a if mm._plan.problem.swap else b).tobytes()
     assert sorted(gpu.registered) == sorted([(a.ctypes.data, a.nbytes),
                                              (b.ctypes.data, b.nbytes)])
     a[0, 0] = 42.0  # changed in place: the next run reads the new value
     mm.execute()
-    assert np.frombuffer(seen["b" if mm._problem.swap else "a"], np.float32)[0] == 42.0
+    assert np.frombuffer(seen["b" if mm._plan.problem.swap else "a"], np.float32)[0] == 42.0
     mm.free()
     del a, b, mm
     gc.collect()
@@ -436,7 +438,7 @@ def test_heuristics_get_the_operands_alignment(gpu):
     b = gpu.tensor(32, 48, dtype="float16")
     mm = Matmul(a, b)
     mm.plan()
-    assert mm._problem.swap  # row-major result: lt A is the user's b, lt B the user's a
+    assert mm._plan.problem.swap  # row-major result: lt A is the user's b, lt B the user's a
     assert _alignment_prefs(gpu) == (256, 16, 256, 256)
     mm.reset_operands(a=gpu.tensor(64, 32, dtype="float16", offset=32))  # more aligned: fine
     with pytest.raises(InvalidOperandError, match=r"^a must be at least as aligned.*16 bytes"):
@@ -509,16 +511,16 @@ def _recording_copies(gpu, monkeypatch):
 
 
 def test_bgrad_device_operand_is_copied_into_the_order_cublaslt_needs(gpu, monkeypatch):
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     calls = _recording_copies(gpu, monkeypatch)
     a, b = gpu.tensor(32, 16), gpu.tensor(16, 24)  # row-major a: BGRADA needs it column-major
     mm = Matmul(a, b)
     mm.plan(epilog="BGRADA")
-    assert mm._dev_copies == {"a": ((32, 16), "F")}
-    p = mm._problem
-    assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
+    assert mm._plan.fit.dev_copies == {"a": ((32, 16), "F")}
+    p = mm._plan.problem
+    assert lt_layout_ok(lt_epilog(mm._plan.epilog, p.swap), p)
     for _ in range(2):  # a copy per run, its pointer passed as lt A
         mm.execute()
     assert [(src, shape, order) for src, shape, order, _ in calls] == \
@@ -534,10 +536,10 @@ def test_device_batch_broadcasting_outside_the_frame_is_copied(gpu, monkeypatch)
     b = gpu.tensor(3, 4, 5)
     mm = Matmul(a, b)
     mm.plan()
-    assert set(mm._dev_copies) <= {"a", "b"} and mm._dev_copies
+    assert set(mm._plan.fit.dev_copies) <= {"a", "b"} and mm._plan.fit.dev_copies
     mm.execute()
-    assert [shape for _, shape, _, _ in calls] == [mm._dev_copies[k][0]
-                                                   for k in mm._dev_copies]
+    assert [shape for _, shape, _, _ in calls] == [mm._plan.fit.dev_copies[k][0]
+                                                   for k in mm._plan.fit.dev_copies]
     assert all(shape[:-2] == (2, 3) for _, shape, _, _ in calls)
     mm.free()
 
@@ -551,9 +553,9 @@ def test_autotune_cache_key_and_stale_entry_fallback(gpu, monkeypatch, tmp_path,
     for opts in ({}, {"sm_count_target": 8}):
         mm = Matmul(a, b, options=opts)
         mm.plan()
-        keys.append(mm._cache_key(mm._binding.spec))
+        keys.append(mm._plan.cache_key())
         mm.options.fast_accumulation = True  # (fp8 only: set on the planned object here)
-        keys.append(mm._cache_key(mm._binding.spec))
+        keys.append(mm._plan.cache_key())
         mm.free()
     assert len(set(keys)) == 4
 
@@ -606,7 +608,7 @@ def test_release_operands_drops_stream_and_epilog_inputs(gpu):
     mm.plan(epilog="BIAS", epilog_inputs={"bias": bias})
     mm.execute()
     mm.release_operands()
-    assert mm._stream is None and mm._binding.inputs == {}
+    assert mm._stream is None and mm._call is None
     with pytest.raises(InvalidStateError, match="epilog_inputs"):
         mm.reset_operands(a, b)
     mm.reset_operands(a, b, epilog_inputs={"bias": gpu.tensor(16)})
@@ -697,26 +699,26 @@ def test_dropping_a_planned_matmul_frees_it_without_gc(gpu, monkeypatch):
 def test_lean_run_applies_only_while_it_is_valid(gpu):
     a, b = gpu.tensor(64, 32), gpu.tensor(32, 16)
     mm = Matmul(a, b)
-    assert mm._fast is None  # not planned: execute() raises through the general path
+    assert mm._ready is None  # not planned: execute() raises through the general path
     with pytest.raises(InvalidStateError):
         mm.execute()
     mm.plan()
-    assert mm._fast is not None
+    assert mm._ready is not None
     mm.release_operands()
-    assert mm._fast is None
+    assert mm._ready is None
     with pytest.raises(InvalidStateError):
         mm.execute()
     a2 = gpu.tensor(64, 32)
     mm.reset_operands(a2, b)
-    assert mm._fast is not None
+    assert mm._ready is not None
     mm.execute()
     assert gpu.matmul_calls[-1][5] == a2.data_ptr()  # lt B is the user's a (row-major swap)
-    mm.reset_operands(stream=0x7000)  # a fixed stream: runs go through the general path
-    assert mm._fast is None
+    mm.reset_operands(stream=0x7000)  # a fixed stream: the call carries it
+    assert mm._ready is not None
     mm.execute()
     assert gpu.matmul_calls[-1][-1] == 0x7000
     mm.free()
-    assert mm._fast is None
+    assert mm._ready is None
     with pytest.raises(InvalidStateError):
         mm.execute()
 
@@ -725,12 +727,12 @@ def test_lean_run_is_not_built_for_aux_outputs_or_fixed_streams(gpu):
     a, b = gpu.tensor(64, 32), gpu.tensor(32, 48)
     with Matmul(a, b) as mm:
         mm.plan(epilog="RELU_AUX")
-        assert mm._fast_run is None
+        assert not mm._plan.lean
         _, aux = mm.execute()
         assert "relu_aux" in aux
     with Matmul(a, b, stream=0x7000) as mm:
         mm.plan()
-        assert mm._fast_run is not None and mm._fast is None
+        assert mm._plan.lean and mm._call.stream == 0x7000
         mm.execute()
         assert gpu.matmul_calls[-1][-1] == 0x7000
 
@@ -753,7 +755,7 @@ def test_run_patches_one_set_of_argument_objects(gpu, monkeypatch):
     a, b = gpu.tensor(32, 16), gpu.tensor(16, 8)
     mm = Matmul(a, b)
     first, second = mm.plan()
-    eng = mm._engine
+    eng = mm._plan.engine
     slots = [eng.args[i] for i in (3, 5, 8, 10, 13, 14, 15)]
     mm.execute()
     assert gpu.matmul_calls[-1][12]._obj is first.algo  # by reference, not a copy
@@ -929,3 +931,12 @@ def test_pointer_setter_patches_one_prebuilt_buffer(monkeypatch):
     assert a0.value == int(lt.MatmulDescAttribute.BIAS_POINTER) and a1 is a0
     assert a2.value == int(lt.MatmulDescAttribute.EPILOGUE_AUX_POINTER)
     assert b1 is b0 and b2 is b0 and (v0, v1, v2) == (0x2000, 0x3000, None)
+
+
+def test_function_form_checks_the_call_before_planning(gpu):
+    """A miss checks the call's own values (here: c without beta) before any planning: no
+    heuristics query, nothing cached."""
+    a, b, c = gpu.tensor(16, 16), gpu.tensor(16, 16), gpu.tensor(16, 16)
+    with pytest.raises(InvalidOperandError, match="beta must be given"):
+        matmul(a, b, c)
+    assert gpu.pref_calls == [] and len(plan_cache) == 0

@@ -267,14 +267,14 @@ def _name(x):
 # ---- BGRADA / BGRADB layouts (cuBLASLt restricts them; nvmath accepts any order) ------------
 def test_bgradb_degenerate_b_picks_the_operation_cublaslt_needs(gpu):
     from cuweave._bindings.cublaslt import Operation
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     x, dz = gpu.tensor(128, 16), gpu.tensor(128, 1)  # matmul(x.T, dz, epilog="bgradb")
     mm = Matmul(x.t(), dz)
     mm.plan(epilog="bgradb")
-    p = mm._problem
-    assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
+    p = mm._plan.problem
+    assert lt_layout_ok(lt_epilog(mm._plan.epilog, p.swap), p)
     assert (p.b if not p.swap else p.a).op == (Operation.T if not p.swap else Operation.N)
     mm.execute()
     mm.free()
@@ -286,17 +286,17 @@ def test_bgradb_degenerate_b_picks_the_operation_cublaslt_needs(gpu):
 @pytest.mark.parametrize("epilog, order_a, order_b", [("bgrada", "C", "C"), ("bgradb", "F", "F"),
                                                        ("bgrada", "C", "F"), ("bgradb", "C", "F")])
 def test_bgrad_host_operands_are_staged_in_the_order_cublaslt_needs(gpu, epilog, order_a, order_b):
-    from cuweave.linalg.advanced._binding import lt_epilog
-    from cuweave.linalg.advanced._checks import lt_layout_ok
+    from cuweave.linalg.advanced._epilogs import lt_epilog
+    from cuweave.linalg.advanced._layout import lt_layout_ok
 
     rng = np.random.default_rng(34)
     a = np.asarray(rand(rng, (32, 16)), order=order_a)
     b = np.asarray(rand(rng, (16, 24)), order=order_b)
     with Matmul(a, b, execution="cuda") as mm:
         mm.plan(epilog=epilog)
-        p = mm._problem
-        assert lt_layout_ok(lt_epilog(mm._binding.spec, p.swap), p)
-        staged_a, staged_b = mm._staged["a"][0], mm._staged["b"][0]
+        p = mm._plan.problem
+        assert lt_layout_ok(lt_epilog(mm._plan.epilog, p.swap), p)
+        staged_a, staged_b = mm._call.staged["a"][0], mm._call.staged["b"][0]
         np.testing.assert_array_equal(staged_a, a)  # same values, maybe another order
         np.testing.assert_array_equal(staged_b, b)
         mm.execute()
@@ -316,6 +316,7 @@ def test_host_bias_with_device_operands_is_a_value_error_naming_the_memory_space
     import types
 
     from cuweave._internal.arrays import Operand
+    from cuweave._internal.packages import wrap_operand
     from cuweave.linalg.advanced._binding import EpilogBinding
     from cuweave.linalg.advanced._epilogs import epilog_spec
 
@@ -324,8 +325,8 @@ def test_host_bias_with_device_operands_is_a_value_error_naming_the_memory_space
     dev = Operand(None, "torch", 256, (16, 8), (8, 1), "float32", "cuda", 0)
     with pytest.raises(ValueError, match=r"epilog_inputs\['bias'\] must be in the same memory "
                                          r"space as a \(cuda:0\), got host"):
-        EpilogBinding(epilog_spec("bias"), {"bias": bias}, types.SimpleNamespace(swap=False),
-                      None, {"a": dev}, None)
+        EpilogBinding(epilog_spec("bias"), {"bias": wrap_operand(bias, "bias")},
+                      types.SimpleNamespace(swap=False), None, {"a": dev}, None)
 
 
 # ---- fp8 bias types (cuBLASLt: the result's type; float32 results take bfloat16, fp8

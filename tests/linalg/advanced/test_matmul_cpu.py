@@ -110,7 +110,7 @@ def test_frame_follows_bias_direction():
                        (rand(rng, (1, 5)), True), (rand(rng, (6, 1)), False)):
         with Matmul(a, b, **CPU) as mm:
             mm.plan(epilog="bias", epilog_inputs={"bias": bias})
-            assert mm._problem.swap == swap
+            assert mm._plan.problem.swap == swap
             r = mm.execute()
         assert rel_err(r, forward(a, b, bias=bias)[1]) < 1e-5
 

@@ -122,7 +122,7 @@ def test_conjugate_qualifier_of_real_device_operands_plans_as_without(gpu):
     qual = Matmul(gpu.tensor(16, 8), gpu.tensor(8, 4), qualifiers=q)
     plain.plan()
     qual.plan()
-    p, pq = plain._problem, qual._problem
+    p, pq = plain._plan.problem, qual._plan.problem
     assert (pq.a, pq.b, pq.d, pq.swap) == (p.a, p.b, p.d, p.swap)
     qual.execute()
     plain.free()

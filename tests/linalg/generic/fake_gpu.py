@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from cuweave._bindings import cublas, cusolver, host_blas
-from cuweave._internal import cuda, packages, wrapping
+from cuweave._internal import cuda, memory, packages, wrapping
 from cuweave._internal.memory import MemoryPointer
 from cuweave.linalg.generic import _cuda
 from cuweave.linalg.generic._cpu import CpuBackend
@@ -221,6 +221,7 @@ class FakeGPU:
         mp.setattr(_cuda, "cusolver_handle", lambda d: (0x2000, 0x3000))
         mp.setattr(_cuda, "allocate", self.allocate)
         mp.setattr(packages, "allocate", self.allocate)
+        mp.setattr(memory, "allocate", self.allocate)  # where DeviceArray results allocate
         mp.setattr(wrapping, "pointer_device", lambda p: 0)
 
         def memset(ptr, value, nbytes, stream):

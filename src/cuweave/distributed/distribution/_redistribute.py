@@ -8,8 +8,8 @@ from typing import Literal
 
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
-from .._backend import ExchangePlan
 from .._distributions import Box
+from .._exchange import ExchangePlan
 from .._runtime import agree, require_context
 from .._spec import (
     check_same,
@@ -116,7 +116,7 @@ class Redistribute:
 
     @property
     def result_shape(self) -> tuple[int, ...]:
-        """The local shape of the result on this process (EXT)."""
+        """The local shape of the result on this process (a cuweave extension)."""
         return self._dst.local_shape(self._group.rank)
 
     def _check_live(self):

@@ -1,7 +1,8 @@
 """Distributed FFTs (nvmath-python's ``nvmath.distributed.fft``) over slab and box distributions.
 
-A d-D transform (d = 2 or 3; EXT: d = 1) is done as two local multi-axis transforms and
-all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp also uses):
+A d-D transform (d = 2 or 3; as a cuweave extension, d = 1) is done as two local multi-axis
+transforms and all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp
+also uses):
 
 - route A (C2C, R2C): to ``Slab.X`` → transform axes 1..d-1 (R2C: the last axis halves) →
   ``Slab.Y`` → transform axis 0 → output distribution;
@@ -9,8 +10,9 @@ all-to-all exchanges between them (the slab/"pencil-free" decomposition cuFFTMp 
   ``Slab.X`` → transform axes 1..d-1 (C2R: the last axis grows) → output distribution.
 
 Exchanges between equal layouts are skipped, so ``Slab.X`` in and ``Slab.Y`` out
-(``redistribute=False``) costs one exchange, as on cuFFTMp. 1-D transforms (EXT) are gathered
-on process 0, transformed there and scattered back. The inverse is unnormalized (as cuFFT).
+(``redistribute=False``) costs one exchange, as on cuFFTMp. 1-D transforms (a cuweave
+extension) are gathered on process 0, transformed there and scattered back. The inverse is
+unnormalized (as cuFFT).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import numpy as np
 
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.logging import get_logger
+from ..._internal.packages import package_adapter
 from ...fft import FFTDirection  # one enum for both (cuFFT's values)
-from .._backend import ExchangePlan
 from .._distributions import Box, Distribution, Layout, Slab
+from .._exchange import ExchangePlan
 from .._runtime import agree, require_context
 from .._spec import (
     check_same,
@@ -255,7 +258,7 @@ class FFT:
 
     @property
     def result_shape(self) -> tuple[int, ...]:
-        """This process's local result shape (EXT)."""
+        """This process's local result shape (a cuweave extension)."""
         return self._dst.local_shape(self._group.rank)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -572,7 +575,8 @@ def allocate_operand(shape, package, *, input_dtype=None, distribution, memory_s
     if fft_type is not None and str(fft_type).upper() not in ("C2C", "C2R", "R2C"):
         raise InvalidOptionError(f"fft_type must be 'C2C', 'C2R' or 'R2C', got {fft_type!r}")
     if memory_space is None:
-        memory_space = "cpu" if getattr(package, "__name__", "") in ("numpy", "torch") else "cuda"
+        ad = package_adapter(package)  # CuPy arrays live on the device, the others on the host
+        memory_space = "cuda" if ad is not None and ad.device_memory else "cpu"
     if not math.prod(shape) >= 0:
         raise InvalidOperandError(f"shape must be non-negative, got {shape!r}")
     return allocate_symmetric_memory(shape, package, dtype=dtype, memory_space=memory_space)

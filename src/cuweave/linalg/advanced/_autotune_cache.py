@@ -1,4 +1,4 @@
-"""Opt-in persistent cache of autotune winners, keyed by GPU and problem spec (EXT).
+"""Opt-in persistent cache of autotune winners, keyed by GPU and problem spec (a cuweave extension).
 
 Enable with ``cuweave.linalg.advanced.enable_autotune_cache(path)`` or the environment
 variable ``CUWEAVE_AUTOTUNE_CACHE=/path/file.json``. Entries are keyed by the GPU name,

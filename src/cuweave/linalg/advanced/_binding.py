@@ -1,98 +1,30 @@
-"""Epilog inputs/outputs of one planned matmul, in the lt frame, and host staging helpers."""
+"""Epilog inputs/outputs of one planned matmul, in cuBLASLt's frame."""
 
 from __future__ import annotations
 
 import ctypes
-import os
-
-import numpy as np
 
 from ..._bindings import cublaslt as lt
 from ..._bindings.library_types import DATA_TYPE
-from ..._internal.arrays import check_same_place
+from ..._internal.arrays import Operand, check_same_place
 from ..._internal.errors import InvalidOperandError
 from ..._internal.packages import wrap_operand
-from ._checks import OperandPackageError
 from ._epilogs import (
     AUX_FORMATS,
-    MatmulEpilog,
     aux_dtype,
     aux_layout,
     bias_dtype,
-    epilog_spec,
+    lt_epilog,
     validate_epilog_inputs,
 )
 from ._layout import aux_frames, bias_axis, bias_layout, recall_aux_frame
+from ._spec import OperandPackageError
 
-__all__ = ["EpilogBinding", "lt_epilog", "frame_constraints", "dense_bytes", "staged",
-           "perm_from_strides"]
+__all__ = ["EpilogBinding", "frame_constraints", "perm_from_strides", "wrap_inputs",
+           "lt_epilog"]
 
-_SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
 _A = lt.MatmulDescAttribute
 _PLACEHOLDER = 256  # an aligned fake address for the heuristics (pointers are set per execute)
-
-
-def lt_epilog(spec, swap: bool):
-    """The epilog spec in the lt frame (BGRADA and BGRADB trade places when swapped)."""
-    return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec
-
-
-def is_dense(arr: np.ndarray) -> bool:
-    """Whether ``arr``'s elements fill its memory exactly, in any axis order."""
-    if arr.flags.c_contiguous or arr.flags.f_contiguous:
-        return True
-    dims = sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n > 1)
-    expect = arr.itemsize
-    for s, n in dims:
-        if s != expect:
-            return False
-        expect *= n
-    return True
-
-
-def dense_bytes(arr: np.ndarray) -> np.ndarray | None:
-    """Flat uint8 view over a dense host array's memory (any axis order), else ``None``."""
-    if arr.size == 0:
-        return np.empty(0, np.uint8)
-    if not is_dense(arr):
-        return None
-    # the axes in memory order make a dense array C-contiguous, so reshape gives a view (its
-    # base chain leads to the memory's owner, which the staging asks whether it is pinned)
-    order = sorted(range(arr.ndim), key=lambda i: -arr.strides[i] if arr.shape[i] > 1 else 0)
-    return arr.transpose(order).reshape(-1).view(np.uint8)
-
-
-class OperandTooLargeError(InvalidOperandError, MemoryError):
-    """A dense copy of an operand (a broadcast or strided view) would not fit in memory."""
-
-
-def physical_memory() -> int:
-    """Bytes of physical memory of this machine (0 when unknown)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        return 0
-
-
-def check_copy_size(name: str, shape, itemsize: int) -> None:
-    """Refuse, before allocating, a dense copy of ``name`` larger than physical memory."""
-    nbytes = int(np.prod(shape, dtype=np.float64)) * itemsize
-    limit = physical_memory()
-    if limit and nbytes > limit:
-        raise OperandTooLargeError(
-            f"{name} must fit in memory as a dense copy (its layout needs one), got shape "
-            f"{tuple(shape)} of {nbytes / 2**30:.1f} GiB with {limit / 2**30:.1f} GiB of "
-            "physical memory; pass a smaller or contiguous operand")
-
-
-def staged(op, name: str = "operand"):
-    """(host array, strides in elements) of a host operand as it will live on the device."""
-    arr = op.host_array()
-    if arr.size == 0 or is_dense(arr):
-        return arr, op.strides
-    check_copy_size(name, arr.shape, arr.itemsize)
-    arr = np.ascontiguousarray(arr)
-    return arr, tuple(s // arr.itemsize for s in arr.strides)
 
 
 def perm_from_strides(shape, strides) -> tuple:
@@ -130,8 +62,6 @@ def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) 
         if len(frames) > 1:
             recalled = recall_aux_frame(op.ptr, op.shape)
             if recalled is None:
-                from ..._internal.errors import InvalidOperandError
-
                 raise InvalidOperandError(
                     f"epilog_inputs[{spec.aux_input!r}] must be the {spec.aux_input} array its "
                     f"forward matmul returned (still alive, not a copy): for a square result "
@@ -145,20 +75,25 @@ def frame_constraints(spec, inputs: dict, user_m, user_n, batch_shape, d_dtype) 
 
 
 class EpilogBinding:
-    """Validated epilog inputs and the layouts of its outputs for one planned problem."""
+    """The epilog of one plan in cuBLASLt's frame: what its inputs must look like (their
+    signatures), the layouts of its outputs and the descriptor attributes fixed at plan time.
 
-    def __init__(self, spec, epilog_inputs, problem, types, ref_ops: dict, prefs):
+    It holds no array: the inputs of each execution travel in its :class:`~._plan.Call`.
+    """
+
+    def __init__(self, spec, inputs: dict, problem, types, ref_ops: dict, prefs):
         self.spec = spec
         self.lt = lt_epilog(spec, problem.swap)
-        self.inputs = self.wrap_inputs(epilog_inputs)
         package = next(iter(ref_ops.values())).package
-        for k, op in self.inputs.items():  # nvmath: a package mismatch is a TypeError, then
-            if op.package != package:      # another memory space a ValueError
+        for k, op in inputs.items():  # nvmath: a package mismatch is a TypeError, then
+            if op.package != package:  # another memory space a ValueError
                 raise OperandPackageError(
                     f"{_input_name(k)} must come from the operands' package ({package}), got "
                     f"a {op.package} array")
-        check_same_place({**ref_ops, **{_input_name(k): op for k, op in self.inputs.items()}})
-        self.signatures = {k: _input_signature(op) for k, op in self.inputs.items()}
+        check_same_place({**ref_ops, **{_input_name(k): op for k, op in inputs.items()}})
+        self.signatures = {k: _input_signature(op) for k, op in inputs.items()}
+        #: the dtype of each input, as planned (the CPU run stores in them)
+        self.input_dtypes = {k: op.dtype for k, op in inputs.items()}
         p = self.p = problem
         #: the aux input whose frame a square result cannot tell (None: no such input)
         self.square_aux = spec.aux_input if p.user_m == p.user_n else None
@@ -167,7 +102,7 @@ class EpilogBinding:
         self.static = []
         self.bias_bstride = 0
         if spec.bias:
-            op = self.inputs["bias"]
+            op = inputs["bias"]
             axis = "n" if p.swap else "m"
             self.bias_bstride = bias_layout(op.shape, op.strides, axis, p.batch_shape)
             # cuBLASLt's bias type: the result's, except for fp8 inputs: float32 results take
@@ -175,15 +110,13 @@ class EpilogBinding:
             want = d_dtype if not types["fp8"] else bias_dtype(
                 d_dtype, ab_dtype=types["a"], c_dtype=types["c_layout"])
             if op.dtype != want:
-                from ..._internal.errors import InvalidOperandError
-
                 raise InvalidOperandError(
                     f"epilog_inputs['bias'] dtype must be {want!r}, got {op.dtype!r}")
             if count > 1:
                 self.static.append((_A.BIAS_BATCH_STRIDE, self.bias_bstride))
         aux_kw = {"ab_dtype": types["a"], "c_dtype": types["c"]}
         aux_type = prefs.epilog.aux_type if prefs is not None else None
-        self.outputs = []  # (user name, lt name, shape, strides, dtype)
+        self.outputs = []  # (user name, cuBLASLt name, shape, strides, dtype)
         for name in self.lt.outputs:
             shape, strides, dtype = aux_layout(name, p.m, p.n, p.batch_shape, d_dtype, **aux_kw)
             if aux_type is not None and AUX_FORMATS.get(name) and AUX_FORMATS[name].typed:
@@ -207,49 +140,43 @@ class EpilogBinding:
             self.static.append((_A.BIAS_BATCH_STRIDE, length))
         if spec.bias or spec.bgrad_output:
             self.static.append((_A.BIAS_POINTER, ctypes.c_void_p(
-                self.inputs["bias"].ptr if spec.bias else _PLACEHOLDER)))
+                inputs["bias"].ptr if spec.bias else _PLACEHOLDER)))
             if types["fp8"]:
-                bd = self.inputs["bias"].dtype if spec.bias else bias_dtype(
+                bd = inputs["bias"].dtype if spec.bias else bias_dtype(
                     d_dtype, ab_dtype=types["a"], c_dtype=types["c_layout"])
                 self.static.append((_A.BIAS_DATA_TYPE, int(DATA_TYPE[bd])))
 
     def static_attributes(self):
         return list(self.static)
 
-    def wrap_inputs(self, epilog_inputs) -> dict:
-        """Validated, wrapped epilog inputs (name -> Operand)."""
-        raw = validate_epilog_inputs(self.spec, epilog_inputs)
-        return {k: wrap_operand(v, _input_name(k)) for k, v in raw.items()}
-
-    def reset_inputs(self, inputs: dict, check: bool) -> None:
-        """Swap in new (wrapped) epilog inputs (same shapes/strides/dtypes when ``check``)."""
+    def check_inputs(self, inputs: dict, check: bool) -> None:
+        """Check new (wrapped) epilog inputs: the planned shapes/strides/dtypes when
+        ``check``, and always a square result's aux input in the planned frame."""
         for k, op in inputs.items():
             if check and _input_signature(op) != self.signatures[k]:
-                from ..._internal.errors import InvalidOperandError
-
                 raise InvalidOperandError(
                     f"epilog_inputs[{k!r}] must match the planned one {self.signatures[k]}, "
                     f"got {op!r}")
-            if k == self.spec.aux_input and self.p.user_m == self.p.user_n:
+            if k == self.square_aux:
                 frame = recall_aux_frame(op.ptr, op.shape)
                 if frame != self.p.swap:
-                    from ..._internal.errors import InvalidOperandError
-
                     why = ("this process did not produce it (or it is a copy)" if frame is None
                            else "its forward pass had the other result layout")
                     raise InvalidOperandError(
                         f"epilog_inputs[{k!r}] must be the {k} array of a forward pass in the "
                         f"planned frame (a square result's aux layout cannot be told from its "
                         f"shape): {why}; plan again for it")
-            self.inputs[k] = op
 
-    def release_inputs(self) -> None:
-        """Drop the references to the epilog inputs (``reset_inputs`` binds new ones)."""
-        self.inputs = {}
+    def missing_inputs(self, inputs) -> list:
+        """Required epilog inputs not in ``inputs``."""
+        return [k for k in self.spec.inputs if k not in inputs]
 
-    def missing_inputs(self) -> list:
-        """Required epilog inputs not bound (after :meth:`release_inputs`)."""
-        return [k for k in self.spec.inputs if k not in self.inputs]
+
+def wrap_inputs(spec, epilog_inputs) -> dict:
+    """Validated, wrapped epilog inputs of the epilog ``spec`` (name -> Operand)."""
+    raw = validate_epilog_inputs(spec, epilog_inputs)
+    return {k: v if isinstance(v, Operand) else wrap_operand(v, _input_name(k))
+            for k, v in raw.items()}
 
 
 def _input_signature(op) -> tuple:

@@ -1,6 +1,6 @@
 """CPU backend of :mod:`cuweave.linalg.advanced`: NumPy BLAS plus fused, blocked epilogs.
 
-The engine hands :func:`execute_cpu` a problem already canonicalized into the lt frame (see
+The engine hands :func:`execute_cpu` a problem already canonicalized into cuBLASLt's frame (see
 :mod:`cuweave.linalg.advanced._epilogs` for the frame and the aux formats, which are the
 GPU's). The GEMM runs in NumPy's BLAS (threads limited through threadpoolctl when
 ``num_threads`` is given) straight into the result when its storage type is the compute type;
@@ -219,7 +219,7 @@ class _Block:
         self.b, self.lo, self.hi, self.t = b, lo, hi, t
 
     def mn(self, x2d):
-        """Block-aligned view of an lt-frame ``(rows, cols)`` matrix of this batch entry."""
+        """Block-aligned view of a cuBLASLt-frame ``(rows, cols)`` matrix of this batch entry."""
         return x2d[:, self.lo:self.hi].T if self.t else x2d[self.lo:self.hi, :]
 
     def vec_m(self, v):
@@ -423,7 +423,7 @@ def _gemm(a, b, work, t):
 def execute_cpu(a, b, c, d, *, alpha, beta, epilog, bias=None, aux_in=None, aux_out=None,
                 dtypes, compute_type, conj_a=False, conj_b=False, num_threads=None,
                 aux_scale=None) -> None:
-    """Compute ``d = epilog(alpha * op(a) @ op(b) + beta * c [+ bias])`` in the lt frame.
+    """Compute ``d = epilog(alpha * op(a) @ op(b) + beta * c [+ bias])`` in cuBLASLt's frame.
 
     Parameters
     ----------

@@ -122,14 +122,14 @@ class CudaEngine:
         self._bound: dict = {}  # descriptor pointer attribute -> the pointer it holds
         #: whether runs must make ``device_id`` current (more than one device present)
         self.multi_device = _device_count() > 1
-        #: lt operand -> minimum pointer alignment (bytes) the heuristics assumed
+        #: cuBLASLt operand -> minimum pointer alignment (bytes) the heuristics assumed
         self.alignments = {"a": 256, "b": 256, "c": 256, "d": 256}
 
     # ---------------------------------------------------------------- planning
     def plan(self, p, types, lt_epilog, epi, prefs, algorithms, alignments=None):
         """Create descriptors, run the heuristics (unless ``algorithms``), pre-build args.
 
-        ``alignments`` maps the lt operands ``a``, ``b``, ``c``, ``d`` to the alignment in
+        ``alignments`` maps the cuBLASLt operands ``a``, ``b``, ``c``, ``d`` to the alignment in
         bytes of their pointers (at most 256; :func:`alignment`): the heuristics only return
         kernels valid for pointers at least that aligned. ``epi`` holds the epilog pointers'
         static parts: ``bias_bstride``, ``aux_ld``,

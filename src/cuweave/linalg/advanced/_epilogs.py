@@ -5,8 +5,8 @@ produces, their layouts and dtypes, the oldest cuBLASLt that has it, which dtype
 and the CPU kernel that implements it) lives in :data:`EPILOGS`. The GPU planner and the CPU
 backend both read it; nothing else branches on the epilog value.
 
-The "lt frame" (the seam between the engine and its backends)
---------------------------------------------------------------
+cuBLASLt's frame (the seam between the engine and its backends)
+---------------------------------------------------------------
 The engine canonicalizes every problem into cuBLASLt's frame: a column-major ``D`` of
 ``m × n`` (``m = m_lt``, ``n = n_lt``) computed as::
 
@@ -14,7 +14,7 @@ The engine canonicalizes every problem into cuBLASLt's frame: a column-major ``D
 
 with ``op(A)`` of ``m × k`` and ``op(B)`` of ``k × n``. When the user's result is row-major the
 engine computes ``D^T = B^T A^T`` instead, so ``m_lt`` is the user's ``N`` and the operands are
-swapped; the epilog machinery only ever sees the lt frame. Shapes and strides below are in
+swapped; the epilog machinery only ever sees cuBLASLt's frame. Shapes and strides below are in
 that frame, with NumPy axis order ``(*batch, rows, cols)`` and strides in elements.
 
 Auxiliary formats (identical on the CPU and the GPU):
@@ -111,7 +111,7 @@ class EpilogSpec:
     ----------
     epilog : MatmulEpilog
     bias : bool
-        Takes ``epilog_inputs["bias"]`` (length ``m`` in the lt frame, added to every column
+        Takes ``epilog_inputs["bias"]`` (length ``m`` in cuBLASLt's frame, added to every column
         before the activation).
     aux_input : str or None
         ``"relu_aux"`` / ``"gelu_aux"``: the forward pass's aux output, required as input.
@@ -126,7 +126,7 @@ class EpilogSpec:
     batched_min_version : int
         Oldest version providing it with a batch.
     result_col_major : bool
-        ``D`` must be column-major in the lt frame with this epilog's ``m`` being the rows
+        ``D`` must be column-major in cuBLASLt's frame with this epilog's ``m`` being the rows
         (bias, aux and bgrad vectors are along the lt ``m``); ``False`` only for ``BGRADA``,
         which has no layout constraint.
     real_only : bool
@@ -140,7 +140,7 @@ class EpilogSpec:
         Name of the CPU point-wise kernel in :mod:`cuweave.linalg.advanced._cpu`
         (``act_<activation>``; see :attr:`cpu`).
     layout_requirement : tuple or None
-        A cuBLASLt operand-layout restriction in the lt frame: ``(operand, needs_op_n,
+        A cuBLASLt operand-layout restriction in cuBLASLt's frame: ``(operand, needs_op_n,
         need, fix)``: lt ``operand`` (``"a"``/``"b"``) must (``needs_op_n``) or must not be
         untransposed (op N); ``need``/``fix`` word the error for the user (measured on
         cuBLASLt 13.1: BGRADA needs lt ``A`` untransposed, BGRADB lt ``B`` transposed).
@@ -415,7 +415,7 @@ def aux_dtype(name: str, result_dtype: str, *, ab_dtype: str | None = None,
 
 def aux_layout(name: str, m: int, n: int, batch_shape=(), result_dtype: str = "float32", *,
                ab_dtype: str | None = None, c_dtype: str | None = None):
-    """Shape, strides (elements) and dtype name of aux array ``name`` in the lt frame.
+    """Shape, strides (elements) and dtype name of aux array ``name`` in cuBLASLt's frame.
 
     Parameters
     ----------
@@ -423,7 +423,7 @@ def aux_layout(name: str, m: int, n: int, batch_shape=(), result_dtype: str = "f
         ``"relu_aux"``, ``"gelu_aux"``, ``"drelu_bgrad"``, ``"dgelu_bgrad"``, ``"bgrada"``
         or ``"bgradb"``.
     m, n : int
-        lt-frame result shape.
+        cuBLASLt-frame result shape.
     batch_shape : tuple of int
         Batch shape of the result (``()`` for none); batch axes are laid out contiguously
         (last batch axis fastest) outside the matrix.
@@ -447,3 +447,11 @@ def aux_layout(name: str, m: int, n: int, batch_shape=(), result_dtype: str = "f
         strides.append(size)
         size *= extent
     return batch_shape + tail_shape, tuple(reversed(strides)) + tail_strides, dtype
+
+
+_SWAP = {MatmulEpilog.BGRADA: MatmulEpilog.BGRADB, MatmulEpilog.BGRADB: MatmulEpilog.BGRADA}
+
+
+def lt_epilog(spec, swap: bool):
+    """The epilog spec in cuBLASLt's frame (BGRADA and BGRADB trade places when swapped)."""
+    return epilog_spec(_SWAP.get(spec.epilog, spec.epilog)) if swap else spec

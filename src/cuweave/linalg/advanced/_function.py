@@ -1,30 +1,27 @@
-"""The function form :func:`matmul`: a planned :class:`Matmul` per operand layout, cached.
+"""The function form :func:`matmul`: wrap once, key, take the cached plan, run a fresh call.
 
-A call wraps its operands, looks the plan up in :data:`plan_cache` (an LRU bounded by count
-and workspace bytes), rebinds the operands and executes. For torch/CuPy device arrays with
-nothing but ``alpha`` and ``epilog`` given, the key is read straight off the arrays and a hit reuses
-the cached plan's operand records (no wrapping): the call is then the planned execute plus
-about a microsecond.
+A call wraps its operands, looks the :class:`~._plan.Plan` up in :data:`plan_cache` (an LRU
+bounded by count and workspace bytes; a miss makes the plan) and runs ``plan.run(Call(...))``.
+For torch/CuPy device arrays with nothing but ``alpha``, ``epilog`` and ``stream`` given, the
+key and the pointers are read straight off the arrays (no wrapping): the call is then the
+planned execute plus about a microsecond.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._internal.cache import PlanCache
+from ..._internal.cache import PlanCache, plan_key
+from ..._internal.errors import InvalidOperandError
+from ..._internal.options import coerce_options
 from ..._internal.packages import PAIR_PROBERS, pair_prober, wrap_operand
 from ._binding import _input_name
-from ._checks import (
-    _check_algorithm,
-    _freeze,
-    _input_key,
-    _op_key,
-    _scalar,
-    ignored,
-    split_aux_scale,
-)
 from ._epilogs import epilog_spec, validate_epilog_inputs
-from .matmul import Matmul, _log
+from ._layout import aux_frames_of
+from ._options import MatmulOptions
+from ._plan import UNIT, Call, make_plan
+from ._spec import AUX_SCALE, Spec, _check_algorithm, _scalar, ignored, split_aux_scale
+from .matmul import _log
 
 __all__ = ["matmul", "plan_cache"]
 
@@ -49,10 +46,10 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     epilog_inputs : dict, optional
         ``{"bias": ...}``, ``{"relu_aux": ...}`` or ``{"gelu_aux": ...}`` as the epilog needs.
         A bias is added to every column as nvmath's: ``(M,)`` or ``(M, 1)`` (batched:
-        ``(*batch, M, 1)``). EXT: ``(1, N)`` adds it to every row (torch ``Linear``'s
-        convention); a 1-D bias of length ``N != M`` also does, but when ``M == N`` a 1-D bias
-        always means ``(M,)``: pass ``(1, N)`` (``bias[None, :]``) for the row form.
-        The aux inputs of backward epilogs are the arrays the forward pass returned.
+        ``(*batch, M, 1)``). A cuweave extension: ``(1, N)`` adds it to every row (torch
+        ``Linear``'s convention); a 1-D bias of length ``N != M`` also does, but when ``M == N`` a
+        1-D bias always means ``(M,)``: pass ``(1, N)`` (``bias[None, :]``) for the row form. The
+        aux inputs of backward epilogs are the arrays the forward pass returned.
     preferences : MatmulPlanPreferences or dict, optional
     algorithm : Algorithm, optional
         Use this algorithm (from :meth:`Matmul.plan`) instead of the heuristics.
@@ -82,15 +79,18 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
     elif epilog_inputs is not None:
         epilog_inputs = _ignored_inputs(epilog_inputs, options)
     if alpha is not None and type(alpha) is not float:  # a cached plan skips the checks
-        _scalar(alpha, None, "alpha")
+        alpha = _scalar(alpha, None, "alpha")
     if beta is not None and c is not None and type(beta) is not float:  # no c: ignored
-        _scalar(beta, None, "beta")
+        beta = _scalar(beta, None, "beta")
+    # the key, read off torch/CuPy device arrays or built from the operands wrapped once; the
+    # cached plan or a new one; a fresh call run on it; the plan goes back
+    found = plan = None
     if (c is None and epilog_inputs is None and qualifiers is None and options is None
             and quantization_scales is None and preferences is None and algorithm is None
             and execution is None):
         # the key whatever the stream (not part of a plan): (key, pointer of a, pointer of b)
-        # of torch/CuPy device arrays read off the arrays by their adapters' probes (what _key
-        # holds, pointers by alignment), None for anything else; epilog is hashable here
+        # of torch/CuPy device arrays read off the arrays by their adapters' probes (the
+        # operands' metadata, pointers by alignment), None for anything else
         cls = type(a)
         try:  # known by the type (arrays of one type) or the pair of types: one subscript
             probe = PAIR_PROBERS[cls if type(b) is cls else (cls, type(b))]
@@ -99,51 +99,20 @@ def matmul(a, b, /, c=None, *, alpha=None, beta=None, epilog=None, epilog_inputs
         found = probe(a, b, epilog)
         if found is not None:
             key, pa, pb = found
-            mm = plan_cache.pop(key)
-            if mm is None:
-                return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers,
-                             quantization_scales, options, preferences, algorithm, execution,
-                             stream, key, True)
-            spare = mm._spare_ops  # (records by name, record of a, record of b)
-            lean = mm._fast_run
-            if spare is None or lean is None:
-                return _run_cached(mm, found, a, b, alpha, stream)
-            # the key fixes the layouts and nothing else is bound: the planned records take
-            # the tensors and the probed pointers (nothing wrapped), and the lean run runs, on
-            # a given stream resolved first (an event then stands for it, as release_operands
-            # records one)
-            ops, oa, ob = spare
-            oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
-            if alpha is None:
-                alpha = 1.0
-            try:
-                s = None if stream is None else mm._resolve_stream(stream)
-                if alpha != mm._alpha:
-                    mm.alpha = alpha
-                mm._ops = ops
-                return lean(mm, s)
-            finally:
-                mm._ops = oa.obj = ob.obj = None  # as release_operands leaves it
-                if stream is not None:
-                    mm._engine.res.mark()
-                plan_cache.put(key, mm, mm._engine.workspace_size)
-    return _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-                 options, preferences, algorithm, execution, stream, None, False)
-
-
-def _ignored_inputs(epilog_inputs, options):
-    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
-    rule), on the options' logger when one is given."""
-    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
-                                                                             None)
-    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
-
-
-def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_scales,
-          options, preferences, algorithm, execution, stream, fast, looked_up):
-    """:func:`matmul` past the cached lean run: wrap, key (``fast``: the probed key, already
-    looked up and missed when ``looked_up``), plan or rebind, execute, cache."""
-    mm = None
+            plan = plan_cache.pop(key)
+            if plan is not None and not plan.needs_records:
+                # the key fixes the layouts and nothing else is given: a call of the two
+                # probed pointers (nothing wrapped)
+                s = None
+                try:
+                    if stream is not None:
+                        s = plan.spec.stream(stream).ptr
+                    return plan.run(Call(pa, pb, None, s, UNIT if alpha is None else
+                                         _alpha(plan, alpha)))
+                finally:
+                    if s is not None:  # the stream may be destroyed now: an event stands
+                        plan.forget_stream()
+                    plan_cache.put(key, plan, plan.engine.workspace_size)
     ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
     if c is not None:
         ops["c"] = wrap_operand(c, "c")
@@ -155,77 +124,77 @@ def _call(a, b, c, alpha, beta, epilog, epilog_inputs, qualifiers, quantization_
     tensors, aux_scale = split_aux_scale(epilog_inputs)
     if tensors:
         inputs = {k: wrap_operand(v, _input_name(k)) for k, v in tensors.items()}
-    key = fast
-    if key is None:
-        key = _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options,
-                   preferences, execution, algorithm)
-        if aux_scale is not None:  # its kind only: the value is read at each run
-            key += (None if isinstance(aux_scale, int | float | np.number)
-                    else _freeze(aux_scale),)
-    if not looked_up:
+    if found is not None:
+        key = found[0]
+    else:  # the operands, whether beta is given, whatever else is given (an aux input also
+        # by the frame its forward pass made it in, an aux scale by its kind: its value is read
+        # at each run), by the one key builder
+        key = plan_key(ops["a"], ops["b"], ops.get("c"), beta is None, epilog, inputs,
+                       aux_frames_of(inputs), None if qualifiers is None else
+                       np.asarray(qualifiers), quantization_scales, options, preferences,
+                       execution, algorithm, None if aux_scale is None else "scalar"
+                       if isinstance(aux_scale, int | float | np.number) else aux_scale)
         try:
-            mm = plan_cache.pop(key)
+            plan = plan_cache.pop(key)
         except TypeError:  # something unhashable: no caching
             key = None
-    if mm is None:
-        mm = Matmul(a, b, c, alpha=alpha, beta=beta, qualifiers=qualifiers,
-                    quantization_scales=quantization_scales, options=options,
-                    execution=execution, stream=stream)
-        mm.plan(preferences=preferences, epilog=epilog, epilog_inputs=epilog_inputs,
-                algorithms=[algorithm] if algorithm is not None else None)
-    else:
-        if c is not None:
-            ops["c"] = mm._matrix_c(ops["c"])  # a 1-D c read as the planned matrix
-        mm._rebind(ops, 1.0 if alpha is None else alpha, beta, quantization_scales, inputs,
-                   None, False, aux_scale)  # the stream: release_operands() reset it
-    mm._spare_ops = (ops, ops["a"], ops["b"]) if fast is not None else None
+    fresh = plan is None
+    if fresh:  # a miss: the call's values checked, then the plan made for these operands
+        plan, inputs, values = _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs,
+                                         qualifiers, options, preferences, algorithm,
+                                         execution, alpha, beta, quantization_scales, stream)
+    s = None
     try:
-        return mm.execute(stream=stream)
+        spec = plan.spec
+        if not fresh:  # a hit's own values, checked before it runs (its epilog inputs need
+            # no check: the key holds their layouts and an aux input's frame)
+            values = spec.call_values(ops, alpha, beta, quantization_scales, stream,
+                                      aux_scale=aux_scale, aux_type=plan.prefs.epilog.aux_type,
+                                      reread_c=True)
+        scalars, scales, aux_scale, s = values
+        call = Call.of(ops, None if s is None or spec.on_cpu else s.ptr, scalars, inputs,
+                       scales, aux_scale)
+        if spec.host:
+            call.staged = plan.stage(ops)
+        return plan.run(call)
     finally:
-        _put_back(mm, key)
-
-def _key(ops, c, beta, epilog, inputs, qualifiers, quantization_scales, options, preferences,
-         execution, algorithm) -> tuple:
-    extras = None  # everything but the operands, frozen only when something is given
-    if (epilog is not None or inputs is not None or qualifiers is not None or
-            quantization_scales is not None or options is not None or preferences is not None
-            or execution is not None or algorithm is not None):
-        extras = (_freeze(epilog),
-                  None if inputs is None else tuple(sorted((k, _input_key(v, k))
-                                                           for k, v in inputs.items())),
-                  None if qualifiers is None else _freeze(np.asarray(qualifiers)),
-                  None if quantization_scales is None else _freeze(quantization_scales),
-                  None if options is None else _freeze(options),
-                  None if preferences is None else _freeze(preferences),
-                  None if execution is None else _freeze(execution), algorithm)
-    return (_op_key(ops["a"]), _op_key(ops["b"]), _op_key(ops["c"]) if c is not None else None,
-            beta is None, extras)
+        if s is not None:
+            plan.forget_stream()
+        if key is not None:
+            plan_cache.put(key, plan, plan.workspace_size)
+        else:
+            plan.free()
 
 
-def _run_cached(mm, found, a, b, alpha, stream):
-    """Execute the cached plan ``mm`` for ``a`` and ``b`` (``found``: their probed key and
-    pointers) where the lean run does not apply (optional steps) or the plan has no operand
-    records yet: the plan's operand records get the tensors (wrapped once if it was planned by
-    a call that could not use the key), then the rebind and execute."""
-    key, pa, pb = found
-    spare = mm._spare_ops  # (records by name, record of a, record of b)
-    if spare is None:
-        ops = {"a": wrap_operand(a, "a"), "b": wrap_operand(b, "b")}
-        spare = mm._spare_ops = (ops, ops["a"], ops["b"])
-    ops, oa, ob = spare
-    oa.obj, oa.ptr, ob.obj, ob.ptr = a, pa, b, pb
-    mm._rebind(ops, 1.0 if alpha is None else alpha, None, None, None, None, False)
-    try:
-        return mm.execute(stream=stream)
-    finally:
-        _put_back(mm, key)
+def _alpha(plan, alpha) -> tuple:
+    """``(alpha, 0.0)``: a complex ``alpha`` only for complex operands."""
+    if (type(alpha) is not float and not plan.spec.complex
+            and isinstance(alpha, complex | np.complexfloating)):
+        raise InvalidOperandError(f"alpha must be real for real operands, got {alpha!r}")
+    return (alpha, 0.0)
 
-def _put_back(mm, key) -> None:
-    """Release the call's operands (the records keep no tensor alive) and cache the plan."""
-    mm.release_operands()
-    spare = mm._spare_ops
-    if spare is not None:
-        spare[1].obj = spare[2].obj = None
-    if key is not None:
-        ws = mm._engine.workspace_size if mm._engine is not None else 0
-        plan_cache.put(key, mm, ws)
+
+def _ignored_inputs(epilog_inputs, options):
+    """``None``: epilog inputs without an epilog are ignored with a warning (nvmath-python's
+    rule), on the options' logger when one is given."""
+    logger = options.get("logger") if isinstance(options, dict) else getattr(options, "logger",
+                                                                             None)
+    return ignored(logger or _log, "epilog_inputs", epilog_inputs)
+
+
+def _new_plan(ops, inputs, aux_scale, epilog, epilog_inputs, qualifiers, options, preferences,
+              algorithm, execution, alpha, beta, quantization_scales, stream):
+    """``(plan, inputs, call values)`` of a cache miss: the spec of ``ops``, the call's values
+    checked on it (:meth:`Spec.call_values`, before any work), then its plan with the epilog
+    inputs (wrapped once, ``inputs``) and the aux scale (checked by the plan)."""
+    opts = coerce_options(options, MatmulOptions, "options")
+    spec = Spec(ops, qualifiers, opts, execution, opts.logger or _log)
+    scalars, scales, _, s = spec.call_values(ops, alpha, beta, quantization_scales, stream)
+    given = dict(inputs or {})  # wrapped once: the plan takes the records
+    if aux_scale is not None:
+        given[AUX_SCALE] = aux_scale
+    plan, inputs, aux_scale = make_plan(
+        spec, ops, preferences=preferences, epilog=epilog,
+        epilog_inputs=given if epilog_inputs is not None else None,
+        algorithms=[algorithm] if algorithm is not None else None)
+    return plan, inputs, (scalars, scales, aux_scale, s)

@@ -1,4 +1,4 @@
-"""Shape and stride analysis of a matmul: canonicalization into cuBLASLt's frame ("lt frame").
+"""Shape and stride analysis of a matmul: canonicalization into cuBLASLt's frame.
 
 cuBLASLt is always driven with column-major layouts: every operand is described by a
 column-major *storage* matrix ``S`` (``rows × cols``, leading dimension ``ld``) and an operation
@@ -21,7 +21,7 @@ from ..._bindings.cublaslt import Operation
 from ..._internal.errors import InvalidOperandError, UnsupportedLayoutError
 from ._epilogs import aux_layout
 
-__all__ = ["LtOperand", "Problem", "promote", "broadcast_batch", "batch_stride",
+__all__ = ["lt_layout_ok", "LtOperand", "Problem", "promote", "broadcast_batch", "batch_stride",
            "lt_operand", "bias_axis", "bias_layout", "aux_frames", "choose_swap", "analyze",
            "host_view", "remember_aux_frame", "recall_aux_frame"]
 
@@ -39,7 +39,7 @@ class LtOperand:
 
 @dataclass(frozen=True)
 class Problem:
-    """A matmul canonicalized into the lt frame (see the module docstring).
+    """A matmul canonicalized into cuBLASLt's frame (see the module docstring).
 
     ``user_*`` fields describe the user's (promoted, 2-D-or-more) view; ``squeeze`` lists the
     result axes removed at the end (1-D operands). ``result_perm`` orders the result's axes
@@ -130,7 +130,7 @@ def _storages(rows, cols, sr, sc):
 
 def lt_operand(rows, cols, sr, sc, *, transposed: bool, conj: bool, bstride: int,
                name: str, prefer_op: Operation | None = None) -> LtOperand:
-    """Describe the user matrix ``X`` (``rows × cols``, strides ``sr, sc``) as an lt operand
+    """Describe the user matrix ``X`` (``rows × cols``, strides ``sr, sc``) as a cuBLASLt operand
     whose logical value is ``X^T`` if ``transposed`` else ``X`` (conjugated if ``conj``)."""
     cands = []
     for is_col, ld in _storages(rows, cols, sr, sc):
@@ -160,10 +160,11 @@ def lt_operand(rows, cols, sr, sc, *, transposed: bool, conj: bool, bstride: int
 
 
 def bias_axis(shape, m: int, n: int, batch_shape) -> str:
-    """``"m"`` (added to every column, nvmath's convention) or ``"n"`` (EXT: to every row)."""
+    """``"m"`` (added to every column, nvmath's convention) or ``"n"`` (a cuweave extension:
+    added to every row)."""
     shape = tuple(shape)
-    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), EXT (N,)=({n},) or "
-                f"(1, N)=(1, {n})")
+    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), or (a cuweave extension) "
+                f"(N,)=({n},) or (1, N)=(1, {n})")
     if len(shape) == 1:
         if shape[0] == m:
             return "m"
@@ -189,8 +190,8 @@ def bias_layout(shape, strides, axis: str, batch_shape) -> int:
     if vec_len > 1 and vec_stride != 1:
         raise UnsupportedLayoutError(
             f"epilog_inputs['bias'] must be contiguous along its length, got strides {strides}")
-    if bshape and tuple(bshape) != tuple(batch_shape)[-len(bshape):] and \
-            any(x != 1 for x in bshape):
+    if (bshape and tuple(bshape) != tuple(batch_shape)[-len(bshape):]
+            and any(x != 1 for x in bshape)):
         raise InvalidOperandError(
             f"epilog_inputs['bias'] batch shape must be {tuple(batch_shape)} (or absent), got "
             f"{tuple(bshape)}")
@@ -248,6 +249,17 @@ def remember_aux_frame(arr, ptr: int, shape, swap: bool) -> None:
         _sweep_at[0] = max(512, 2 * len(_AUX_FRAMES))
 
 
+def aux_frames_of(inputs) -> tuple | None:
+    """``((name, frame), ...)`` of the aux inputs among the epilog inputs ``inputs`` (records
+    by name): the frame each one's forward pass produced it in (:func:`recall_aux_frame`), a
+    part of a plan's key (a square aux input's layout does not tell it); ``None`` without
+    inputs."""
+    if not inputs or ("relu_aux" not in inputs and "gelu_aux" not in inputs):
+        return None
+    return tuple(sorted((k, recall_aux_frame(v.ptr, v.shape)) for k, v in inputs.items()
+                        if k in ("relu_aux", "gelu_aux")))
+
+
 def recall_aux_frame(ptr: int, shape) -> bool | None:
     """The frame of an aux output at ``ptr`` of ``shape`` still alive, else None."""
     key = (int(ptr), tuple(shape))
@@ -286,7 +298,7 @@ def _matrix_orientation(rows, cols, sr, sc):
 def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=None,
             conj_a=False, conj_b=False, forced=None, inplace=False, fp8=False,
             bgrad=None) -> Problem:
-    """Canonicalize ``a @ b (+ c)`` into the lt frame.
+    """Canonicalize ``a @ b (+ c)`` into cuBLASLt's frame.
 
     ``forced`` maps reasons (e.g. ``"a bias along N"``) to a required ``swap``. ``inplace``
     writes into ``c``. ``fp8`` prefers the TN operand form cuBLASLt's fp8 kernels need;
@@ -386,8 +398,8 @@ def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
     return c_bcast, c_orient, c_bs
 
 
-#: the operation cuBLASLt needs of an lt operand for BGRADA / BGRADB, by (user epilog, swap):
-#: lt BGRADA needs lt A untransposed, lt BGRADB lt B transposed (the user's epilogs trade
+#: the operation cuBLASLt needs of its operands for BGRADA / BGRADB, by (user epilog, swap):
+#: its BGRADA needs its A untransposed, its BGRADB its B transposed (the user's epilogs trade
 #: places when swapped)
 _BGRAD_OPS = {("bgrada", False): ("a", Operation.N), ("bgradb", False): ("b", Operation.T),
               ("bgrada", True): ("b", Operation.T), ("bgradb", True): ("a", Operation.N)}
@@ -421,7 +433,7 @@ def _result_storage(M, N, sr, sc, swap, bstride):
 
 
 def host_view(arr: np.ndarray, lt: LtOperand, count: int) -> np.ndarray:
-    """NumPy view ``(count, *op_shape)`` of an lt operand stored in ``arr`` (no copy).
+    """NumPy view ``(count, *op_shape)`` of a cuBLASLt operand stored in ``arr`` (no copy).
 
     The view is the logical ``op(S)`` without conjugation (the caller passes ``conj``).
     """
@@ -439,3 +451,28 @@ def host_view(arr: np.ndarray, lt: LtOperand, count: int) -> np.ndarray:
     if lt.op == Operation.N:
         return base.transpose(0, 2, 1)
     return base
+
+
+def lt_layout_ok(lt_spec, p) -> bool:
+    """Whether the problem ``p`` meets the cuBLASLt-frame epilog's operand-layout restriction."""
+    req = lt_spec.layout_requirement
+    if req is None:
+        return True
+    from ..._bindings.cublaslt import Operation
+
+    which, needs_n = req[:2]
+    return (getattr(p, which).op == Operation.N) == needs_n
+
+
+def _check_lt_layout(lt_spec, user_spec, p) -> None:
+    """The epilog's operand-layout restriction (``EpilogSpec.layout_requirement``): checked on
+    the cuBLASLt-frame epilog, worded for the user's epilog (BGRADA/BGRADB trade places when
+    swapped)."""
+    if lt_layout_ok(lt_spec, p):
+        return
+    from ..._internal.errors import UnsupportedLayoutError
+
+    need, fix = user_spec.layout_requirement[2:]
+    raise UnsupportedLayoutError(
+        f"{need} for epilog {user_spec.name} on the GPU (a cuBLASLt restriction); pass {fix}",
+        permutation=(1, 0))

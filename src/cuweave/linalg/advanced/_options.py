@@ -225,8 +225,8 @@ class MatmulOptions:
                                      f"got {self.logger!r}")
         # validates ints, fractions, sizes and percentages (in (0, 100], as nvmath-python)
         parse_memory_limit(self.memory_limit, total=1 << 40)
-        if self.blocking not in _BLOCKING or isinstance(self.blocking, int) and \
-                self.blocking is not True:
+        if self.blocking not in _BLOCKING or (isinstance(self.blocking, int)
+                                              and self.blocking is not True):
             raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
         try:
             check_allocator(self.allocator)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._backend import axis_indices
+from ..._exchange import axis_indices
 
 __all__ = ["BiasGradientPlan", "plan_bias_gradient", "reduce_bias_gradient"]
 

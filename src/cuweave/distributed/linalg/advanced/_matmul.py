@@ -31,8 +31,8 @@ from ....linalg.advanced._epilogs import (
     validate_epilog_inputs,
 )
 from ....linalg.advanced._layout import aux_frames
-from ..._backend import ExchangePlan
 from ..._distributions import Layout
+from ..._exchange import ExchangePlan
 from ..._runtime import agree, require_context
 from ..._spec import (
     check_same,
@@ -101,8 +101,8 @@ def _qualifiers(value, count: int):
     if value is None:
         return [(False, False)] * count
     q = np.asarray(value)
-    if q.dtype.names is None or "is_transpose" not in q.dtype.names or q.ndim != 1 \
-            or len(q) not in (2, 3):
+    if (q.dtype.names is None or "is_transpose" not in q.dtype.names or q.ndim != 1
+            or len(q) not in (2, 3)):
         raise InvalidOptionError(
             "qualifiers must be a 1-D array of 2 or 3 elements of matrix_qualifiers_dtype, got "
             f"{value!r}")

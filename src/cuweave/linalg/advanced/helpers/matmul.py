@@ -73,8 +73,8 @@ def _torch():
     try:
         import torch
     except ImportError as e:  # pragma: no cover - the helpers document torch tensors
-        raise ImportError("cuweave.linalg.advanced.helpers needs torch (pip install torch)") \
-            from e
+        msg = "cuweave.linalg.advanced.helpers needs torch (pip install torch)"
+        raise ImportError(msg) from e
     return torch
 
 
@@ -352,8 +352,8 @@ def create_mxfp8_scale(x, exponent, stream=None):
     uint8, on ``x``'s device; ``stream``: a torch stream or handle to create it on)."""
     torch = _torch()
     _check_tensor(x, "x")
-    if not isinstance(exponent, int) or isinstance(exponent, bool) or \
-            not -127 <= exponent <= 128:
+    if (not isinstance(exponent, int) or isinstance(exponent, bool)
+            or not -127 <= exponent <= 128):
         raise InvalidOperandError(f"exponent must be an int in [-127, 128], got {exponent!r}")
     g = _geometry(x, BlockScalingFormat.MXFP8, None)
     if stream is None or not x.is_cuda:
