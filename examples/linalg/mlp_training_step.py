@@ -5,7 +5,8 @@ Forward:  h = relu(x @ W1.T + b1)    → RELU_AUX_BIAS (keeps the ReLU bitmask a
 Backward: dH = dY @ W2, masked by relu'(z1), and db1 = Σ rows  → DRELU_BGRAD (one kernel)
           dW1 = dZ1.T @ x, dW2 = dY.T @ h, db2 = Σ rows of dY  → plain products / BGRADB
 
-The biases follow torch's ``Linear`` convention (length = output features, added to every row);
+The biases follow torch's ``Linear`` convention (one value per output feature, added to every
+row), passed as ``(1, N)`` arrays;
 cuweave picks the result layout that makes such a bias native to cuBLASLt. Runs on CUDA tensors
 when a GPU is usable, else on CPU tensors (the same calls, the same aux formats).
 """
@@ -32,8 +33,10 @@ def main():
     dy = torch.randn(batch, d_out, device=dev)
 
     # forward, fused
-    h, aux = matmul(x, w1.T, epilog="relu_aux_bias", epilog_inputs={"bias": b1})
-    y = matmul(h, w2.T, epilog="bias", epilog_inputs={"bias": b2})
+    # a bias along N (one value per output feature, added to every row) is spelled (1, N); a
+    # 1-D bias is nvmath-python's length-M one
+    h, aux = matmul(x, w1.T, epilog="relu_aux_bias", epilog_inputs={"bias": b1[None, :]})
+    y = matmul(h, w2.T, epilog="bias", epilog_inputs={"bias": b2[None, :]})
     # backward, fused: dZ1 = (dY @ W2) * relu'(z1) and db1 = Σ_rows dZ1 in one call
     dz1, grads = matmul(dy, w2, epilog="drelu_bgrad",
                         epilog_inputs={"relu_aux": aux["relu_aux"]})

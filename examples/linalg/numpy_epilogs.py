@@ -36,7 +36,7 @@ def main():
     d = matmul(a, b, epilog="relu_bias", epilog_inputs={"bias": bias_m})
     check("RELU_BIAS, bias along M", rel(d, np.maximum(a64 @ b64 + bias_m[:, None], 0)))
 
-    bias_n = rng.standard_normal(n, dtype=np.float32)
+    bias_n = rng.standard_normal((1, n), dtype=np.float32)  # along N: spelled (1, N)
     d, aux = matmul(a, b, epilog="gelu_aux_bias", epilog_inputs={"bias": bias_n})
     check("GELU_AUX_BIAS, bias along N", rel(d, gelu(a64 @ b64 + bias_n)))
     print("aux:", {k: (v.shape, v.dtype.name) for k, v in aux.items()})

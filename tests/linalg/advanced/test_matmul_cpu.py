@@ -106,13 +106,31 @@ def test_analyze_c_and_inplace():
 def test_frame_follows_bias_direction():
     rng = np.random.default_rng(0)
     a, b = rand(rng, (6, 4)), rand(rng, (4, 5))
-    for bias, swap in ((rand(rng, (6,)), False), (rand(rng, (5,)), True),
-                       (rand(rng, (1, 5)), True), (rand(rng, (6, 1)), False)):
+    for bias, swap in ((rand(rng, (6,)), False), (rand(rng, (1, 5)), True),
+                       (rand(rng, (6, 1)), False)):
         with Matmul(a, b, **CPU) as mm:
             mm.plan(epilog="bias", epilog_inputs={"bias": bias})
             assert mm._plan.problem.swap == swap
             r = mm.execute()
         assert rel_err(r, forward(a, b, bias=bias)[1]) < 1e-5
+
+
+@pytest.mark.parametrize("m,n", [(6, 5), (5, 5)])
+def test_one_dimensional_bias_is_along_m_whatever_the_shape(m, n):
+    """A 1-D bias is nvmath's length-M bias (one value per row), also for a square result; a
+    length-N one (torch Linear's) must be spelled (1, N): the error says so."""
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, (m, 4)), rand(rng, (4, n))
+    bias = rand(rng, (m,))
+    r = matmul(a, b, epilog="bias", epilog_inputs={"bias": bias}, **CPU)
+    assert rel_err(r, a.astype(np.float64) @ b + bias[:, None]) < 1e-5
+    if m != n:
+        with pytest.raises(InvalidOperandError, match=r"^The M dimension of the bias vector "
+                                                      rf"\({n}\).*spelled \(1, N\)=\(1, {n}\)"):
+            matmul(a, b, epilog="bias", epilog_inputs={"bias": rand(rng, (n,))}, **CPU)
+    row = rand(rng, (1, n))
+    r = matmul(a, b, epilog="bias", epilog_inputs={"bias": row}, **CPU)
+    assert rel_err(r, a.astype(np.float64) @ b + row) < 1e-5
 
 
 # ------------------------------------------------------------------ validation errors
@@ -237,9 +255,7 @@ def test_cpu_forward_epilogs(layout, epilog, dtype, m, n, k, along_n, seed):
     inputs = None
     bias = None
     if "BIAS" in epilog:
-        bias = rand(rng, (n,) if along_n else (m, 1), dtype)
-        if along_n and n == m:
-            bias = bias.reshape(1, n)
+        bias = rand(rng, (1, n) if along_n else (m,), dtype)
         inputs = {"bias": bias}
     out = matmul(a, b, epilog=epilog, epilog_inputs=inputs, alpha=0.5, **CPU)
     res = out[0] if isinstance(out, tuple) else out
@@ -307,7 +323,7 @@ def test_cpu_backward_reproduces_gradients(act, along_n):
     rng = np.random.default_rng(8)
     m, n, k = 12, 7, 5
     a, b = rand(rng, (m, k), np.float64), rand(rng, (k, n), np.float64)
-    bias = rand(rng, (n,) if along_n else (m,), np.float64)
+    bias = rand(rng, (1, n) if along_n else (m,), np.float64)
     fwd = f"{act.upper()}_AUX_BIAS"
     _, aux = matmul(a, b, epilog=fwd, epilog_inputs={"bias": bias}, **CPU)
     z, _ = forward(a, b, bias=bias)

@@ -55,7 +55,7 @@ def _check(t, kind, space, execution=None):
     a, b, ref = _fp8_operands(t, device)
     scale = SCALE_KINDS[kind](t)
     expect = _expect(kind, space)
-    call = lambda: matmul(a, b, quantization_scales={"a": scale},  # noqa: E731
+    call = lambda: matmul(a, b, quantization_scales={"a": scale, "b": 1.0},  # noqa: E731
                           options={"result_type": "float32"}, execution=execution)
     if expect is not None:
         with pytest.raises(InvalidOperandError, match=expect) as info:
@@ -78,10 +78,11 @@ def test_scale_checks_need_no_gpu():
     t = pytest.importorskip("torch")
     a, b, _ = _fp8_operands(t, "cpu")
     with pytest.raises(InvalidOperandError, match="quantization_scales.b must be a real"):
-        matmul(a, b, quantization_scales={"b": np.array([1], np.int32)}, execution="cpu")
-    with pytest.raises(InvalidOptionError, match="quantization_scales.d must be None"):
-        matmul(a, b, quantization_scales={"d": 2.0}, options={"result_type": "float32"},
+        matmul(a, b, quantization_scales={"a": 1.0, "b": np.array([1], np.int32), "d": 1.0},
                execution="cpu")
+    with pytest.raises(InvalidOptionError, match="^Quantization scaling is not supported for D"):
+        matmul(a, b, quantization_scales={"a": 1.0, "b": 1.0, "d": 2.0},
+               options={"result_type": "float32"}, execution="cpu")
 
 
 @pytest.mark.gpu

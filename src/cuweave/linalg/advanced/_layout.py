@@ -163,19 +163,21 @@ def bias_axis(shape, m: int, n: int, batch_shape) -> str:
     """``"m"`` (added to every column, nvmath's convention) or ``"n"`` (a cuweave extension:
     added to every row)."""
     shape = tuple(shape)
-    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), or (a cuweave extension) "
-                f"(N,)=({n},) or (1, N)=(1, {n})")
-    if len(shape) == 1:
-        if shape[0] == m:
-            return "m"
-        if shape[0] == n:
-            return "n"
-    elif len(shape) >= 2:
+    expected = (f"(M,)=({m},), (M, 1)=({m}, 1), (*batch, M, 1), or (a cuweave extension, "
+                f"torch Linear's bias) (1, N)=(1, {n}) or (*batch, 1, N)")
+    if len(shape) == 1 and shape[0] == m:  # always along M, whatever N is (nvmath's meaning)
+        return "m"
+    if len(shape) >= 2:
         if shape[-2:] == (m, 1):
             return "m"
         if shape[-2:] == (1, n):
             return "n"
-    raise InvalidOperandError(f"epilog_inputs['bias'] shape must be {expected}, got {shape!r}")
+    got = shape[0] if len(shape) == 1 else shape[-2]
+    hint = (f"; a bias along N (one value per column) is spelled (1, N)=(1, {n})"
+            if len(shape) == 1 and shape[0] == n else "")
+    raise InvalidOperandError(
+        f"The M dimension of the bias vector ({got}) must match the M dimension of A: "
+        f"epilog_inputs['bias'] shape must be {expected}, got {shape!r}{hint}")
 
 
 def bias_layout(shape, strides, axis: str, batch_shape) -> int:

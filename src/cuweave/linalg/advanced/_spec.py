@@ -12,10 +12,12 @@ checked against it. It is also where a stream argument is resolved, for every pa
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..._bindings.library_types import ComputeType, CudaDataType
-from ..._internal.arrays import check_same_place
+from ..._internal.arrays import alignment, check_same_place
 from ..._internal.errors import InvalidOperandError, InvalidOptionError, InvalidStateError
 from ..._internal.options import ExecutionCPU, coerce_options, resolve_execution
 from ..._internal.overlap import check_inplace_target
@@ -51,10 +53,18 @@ IGNORED = {"beta": "c is not given",
            "result_type": "the operation is in place (the result has c's dtype)"}
 
 
+class IgnoredInputWarning(UserWarning):
+    """An argument that does not apply to the call was ignored (nvmath-python only logs it;
+    cuweave also warns, so that it is seen without configuring logging)."""
+
+
 def ignored(log, name: str, value) -> None:
-    """``None``, after warning on ``log`` that input ``name`` (``value``) is ignored."""
+    """``None``, after warning on ``log`` and as a Python warning that input ``name``
+    (``value``) is ignored."""
     shown = sorted(value) if isinstance(value, dict) else value
     log.warning("Matmul: %s=%r is ignored since %s", name, shown, IGNORED[name])
+    warnings.warn(f"Matmul: {name}={shown!r} is ignored since {IGNORED[name]}",
+                  IgnoredInputWarning, stacklevel=4)
 
 
 def _check_same_package(ops: dict) -> None:
@@ -149,10 +159,7 @@ def check_scales(scales, place: tuple, fp8_result: bool, names=None) -> dict:
         v = getattr(scales, name)
         if v is None:
             continue
-        if name == "d" and not fp8_result:
-            raise InvalidOptionError(
-                "quantization_scales.d must be None unless the result is fp8 (cuBLASLt scales "
-                f"fp8 results only), got {v!r}")
+        _check_placed(name, v, fp8_result)
         param = (names or {}).get(name) or f"quantization_scales.{name}"
         if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
             out[name] = float(v)
@@ -172,6 +179,50 @@ def check_scales(scales, place: tuple, fp8_result: bool, names=None) -> dict:
                                       f"fp8 scales as float32), got {op.dtype}")
         out[name] = op
     return out
+
+
+def _check_placed(name: str, value, fp8_result: bool) -> None:
+    """A scale of ``d`` only for an fp8 result; never of ``c`` (never fp8 here: a float16,
+    bfloat16 or float32 addend)."""
+    if name in ("c", "d") and (name == "c" or not fp8_result):
+        raise InvalidOptionError(
+            f"Quantization scaling is not supported for {name.upper()} when it is not a "
+            f"narrow-precision (FP8 and lower) type: quantization_scales.{name} must be None"
+            + (" unless the result is fp8" if name == "d" else "") + f", got {value!r}")
+
+
+def require_scales(scales, fp8_result: bool) -> None:
+    """nvmath-python's rule for fp8 operands, at construction: the scales of ``a`` and ``b``
+    (and ``d`` for an fp8 result) must be given; a scale of ``d`` for a wider result, or of
+    ``c``, is refused. Checked in nvmath's order (the misplaced scales first)."""
+    if scales is None:
+        raise InvalidOptionError(
+            "Scales are required for narrow-precision (FP8 and lower) operations: "
+            "quantization_scales must give the scales of a and b" +
+            (" and d" if fp8_result else "") + ", got None")
+    for name in ("d", "c"):
+        if getattr(scales, name) is not None:
+            _check_placed(name, getattr(scales, name), fp8_result)
+    for name in ("a", "b", "d") if fp8_result else ("a", "b"):
+        if getattr(scales, name) is None:
+            raise InvalidOptionError(
+                f"Scale for {name.upper()} is not specified: quantization_scales.{name} must "
+                "be given for fp8 operands" + (" with an fp8 result" if name == "d" else "") +
+                ", got None")
+
+
+def check_result_amax(types, options) -> None:
+    """``options.result_amax`` only for an fp8 result, ``fast_accumulation`` only for fp8
+    operands (checked after the scales, as nvmath-python does)."""
+    if options.result_amax and types["d"] not in FP8:
+        raise InvalidOptionError(
+            "result_amax=True is allowed only for narrow-precision (FP8 and lower) results: "
+            "cuBLASLt computes the amax of fp8 results only, got result type "
+            f"{types['d']!r}")
+    if options.fast_accumulation and not types["fp8"]:
+        raise InvalidOptionError(
+            "fast_accumulation must be False for operands other than fp8, got True with "
+            f"{types['a']} operands")
 
 
 def scale_value(scale) -> float:
@@ -247,6 +298,10 @@ def check_aux_scale(value, aux_type, place: tuple, required: bool):
 
 
 # ---- dtypes, compute and scale types ------------------------------------------------------
+#: the NumPy dtype of each scale type (the type cuBLASLt reads alpha and beta in)
+SCALE_DTYPES = {CudaDataType.CUDA_R_16F: "float16", CudaDataType.CUDA_R_32F: "float32",
+                CudaDataType.CUDA_R_64F: "float64", CudaDataType.CUDA_C_32F: "complex64",
+                CudaDataType.CUDA_C_64F: "complex128"}
 FP8 = frozenset(["float8_e4m3fn", "float8_e5m2"])
 SUPPORTED = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128",
              "float8_e4m3fn", "float8_e5m2")
@@ -335,14 +390,6 @@ def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
         raise InvalidOptionError(
             f"scale_type must be {scale.name} for compute_type {ct.name} and {a} operands, got "
             f"{options.scale_type.name}")
-    if (options.result_amax or options.fast_accumulation) and not fp8:
-        raise InvalidOptionError(
-            f"result_amax and fast_accumulation must be False for non-fp8 operands, got "
-            f"result_amax={options.result_amax}, fast_accumulation={options.fast_accumulation}")
-    if fp8 and options.result_amax and d not in FP8:
-        raise InvalidOptionError(
-            f"result_amax must be False unless result_type is an fp8 type (cuBLASLt computes "
-            f"the amax of fp8 results only), got result_type={d!r}")
     if options.block_scaling:
         raise InvalidOptionError(
             "block_scaling must be False: block-scaled matmuls (MXFP8, NVFP4) need a GPU of "
@@ -398,6 +445,27 @@ class Spec:
                                can_copy=not self.on_cpu and self.adapter.can_copy,
                                conj=self.conj, inplace=options.inplace, fp8=self.types["fp8"],
                                log=log)
+        if self.types["fp8"] and not self.on_cpu:
+            self._check_fp8_problem(ops)
+
+    def _check_fp8_problem(self, ops) -> None:
+        """cuBLASLt's fp8 kernels need M, N and K divisible by 16 and operands aligned to 16
+        bytes (nvmath-python's rule, checked at construction; the CPU has neither need)."""
+        p = self.fit.problem
+        m, n, k = p.user_m, p.user_n, p.k
+        if m % 16 or n % 16 or k % 16:
+            raise InvalidOperandError(
+                f"M={m} N={n} K={k} must be divisible by 16 for FP8 operations (cuBLASLt's fp8 "
+                "kernels; execution='cpu' takes any size)")
+        if self.host:
+            return  # staged into aligned device buffers
+        for name in ("a", "b", "c"):
+            op = ops.get(name)
+            if op is not None and op.ptr % 16:
+                raise InvalidOperandError(
+                    f"For narrow-precision (FP8 and lower) multiplication, operand "
+                    f"{name.upper()} should be aligned to 16 bytes: {name} starts at an address "
+                    f"aligned to {alignment(op.ptr)} bytes; pass an aligned array (a copy)")
 
     @property
     def execution_space(self) -> str:
@@ -440,15 +508,34 @@ class Spec:
                                  isinstance(beta, complex | np.complexfloating)):
             raise InvalidOperandError(f"alpha and beta must be real for real operands, got "
                                       f"{alpha!r}, {beta!r}")
+        for name, value in (("alpha", alpha), ("beta", beta)):
+            self.check_representable(name, value)
         return alpha, beta
 
-    def call_scales(self, quantization_scales) -> tuple:
+    def check_representable(self, name: str, value) -> None:
+        """``value`` must keep its magnitude in the scale type (cuBLASLt reads alpha and beta
+        in it): 1e300 with a float32 scale would become inf."""
+        dtype = np.dtype(SCALE_DTYPES[self.types["scale"]])
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = np.asarray(value).astype(dtype)
+        if np.isfinite(value) and not np.isfinite(cast):
+            raise InvalidOperandError(
+                f"The value provided for {name} {value!r} is not convertible to dtype "
+                f"'{dtype}': {name} must be representable in the scale type {dtype}")
+
+    def call_scales(self, quantization_scales, required: bool = True) -> tuple:
         """``(options, checked scales)`` of a call's ``quantization_scales`` (ignored with a
-        warning for operands other than fp8, as nvmath-python)."""
+        warning for operands other than fp8, as nvmath-python). ``required``: a new product
+        (a construction or a function-form call), where fp8 operands need their scales and
+        ``options.result_amax`` is checked, in nvmath-python's order."""
         if quantization_scales is not None and not self.types["fp8"]:
             quantization_scales = ignored(self.log, "quantization_scales", quantization_scales)
         scales = coerce_options(quantization_scales, MatmulQuantizationScales,
                                 "quantization_scales")
+        if required and self.types["fp8"]:
+            require_scales(None if quantization_scales is None else scales, self.fp8_result)
+        if required:
+            check_result_amax(self.types, self.options)
         return scales, self.scales(scales)
 
     def call_values(self, ops, alpha, beta, quantization_scales, stream, *, aux_scale=None,
@@ -460,7 +547,7 @@ class Spec:
         if reread_c and c_given:
             ops["c"] = self.matrix_c(ops["c"])
         scalars = self.scalars(alpha, beta, c_given)
-        scales = {} if quantization_scales is None else self.call_scales(quantization_scales)[1]
+        scales = self.call_scales(quantization_scales)[1]
         if aux_scale is not None:
             aux_scale = self.aux_scale(aux_scale, aux_type)
         return scalars, scales, aux_scale, None if stream is None else self.stream(stream)
