@@ -85,13 +85,15 @@ def promote(shape, strides, which: str):
     return (k, 1), (s, s * max(k, 1)), -1
 
 
-def broadcast_batch(*shapes) -> tuple:
-    """NumPy broadcast of batch shapes (raises with the offending shapes)."""
+def broadcast_batch(*shapes, names=("A", "B")) -> tuple:
+    """NumPy broadcast of batch shapes (raises with the offending shapes, named ``names``)."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError as e:
+        shown = " and ".join(f"{name} {list(shape)}" for name, shape in zip(names, shapes))
         raise InvalidOperandError(
-            f"batch dimensions must be equal or broadcastable, got {list(shapes)!r}") from e
+            f"The batch dimensions of operands {shown} must match: batch dimensions must be "
+            f"equal or broadcast as NumPy's, got {list(shapes)!r}") from e
 
 
 def batch_stride(shape, strides, batch_shape, name: str) -> int:
@@ -373,10 +375,16 @@ def analyze(a_shape, a_strides, b_shape, b_strides, *, c_shape=None, c_strides=N
 def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
     """``(c_broadcast, c_orientation, c_batch_stride)`` of ``c`` (see :func:`analyze`)."""
     if len(c_shape) < 2 or c_shape[-2:] not in ((M, N), (M, 1)):
+        lead = ""
+        if len(c_shape) >= 2:
+            lead = (f"The M dimension of the C matrix ({c_shape[-2]}) must match the M "
+                    "dimension of A: " if c_shape[-2] != M else
+                    f"The N dimension of the C matrix ({c_shape[-1]}) must match the N "
+                    "dimension of B: ")
         raise InvalidOperandError(
-            f"c shape must be (M, N)=({M}, {N}) or (M, 1)=({M}, 1), optionally batched as "
-            f"{batch_shape}, got {c_shape!r}")
-    broadcast_batch(c_shape[:-2], batch_shape)
+            f"{lead}c shape must be (M, N)=({M}, {N}) or (M, 1)=({M}, 1), optionally batched "
+            f"as {batch_shape}, got {c_shape!r}")
+    broadcast_batch(c_shape[:-2], batch_shape, names=("C", "of the product"))
     if len(c_shape) - 2 > len(batch_shape) or (
             c_shape[:-2] and tuple(np.broadcast_shapes(c_shape[:-2], batch_shape))
             != batch_shape):

@@ -351,7 +351,8 @@ def resolve_types(a: str, b: str, c: str | None, options, log=None) -> dict:
     fp8 = a in FP8
     if (b in FP8) != fp8 or (not fp8 and a != b):
         raise InvalidOperandError(
-            f"b dtype must equal a's ({a!r}) (fp8 e4m3/e5m2 may be mixed), got {b!r}")
+            f"Unsupported combination of dtypes for operands A {a} and B {b}: b dtype must "
+            f"equal a's ({a!r}) (fp8 e4m3/e5m2 may be mixed), got {b!r}")
     if fp8:
         d = result_type or c or a
         if d not in ("float16", "bfloat16", "float32", *FP8):
