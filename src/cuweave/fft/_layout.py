@@ -260,10 +260,9 @@ def plan_layouts(shape, strides, axes, fft_type: str, out_shape, *, inplace: boo
                                                  "dimension")
     batch, idist = coll
     if out_strides is None:
-        out_perm = _result_perm(shape, strides, axes, order, batch_order, result_layout)
+        out_perm = _result_perm(shape, strides, axes, fft_type, result_layout)
         out_strides = dense_strides(out_shape, out_perm)
-        if result_layout == "natural" and not _expressible(out_shape, out_strides, order,
-                                                           batch_order):
+        if not _expressible(out_shape, out_strides, order, batch_order):
             out_perm = tuple(batch_order) + tuple(order)
             out_strides = dense_strides(out_shape, out_perm)
     else:
@@ -298,16 +297,27 @@ def result_perm(shape, strides, axes, fft_type: str, result_layout: str) -> tupl
     """The axis order (outermost first) of a dense result as nvmath-python lays it out:
     ``'natural'`` keeps the operand's order in memory; ``'optimized'`` puts the transformed
     axes innermost (the same order unless batch and transformed axes interleave)."""
+    return _result_perm(shape, strides, axes, fft_type, result_layout)
+
+
+def _memory_order(shape, strides, axes) -> list[int]:
+    """``axes`` outermost → innermost in the operand's memory, as nvmath-python orders them:
+    by stride, then by extent (so a size-1 axis sits where a fresh C-order array of the
+    same shape has it), equal keys keeping their order innermost-first."""
+    inner_first = sorted(axes, key=lambda a: (abs(strides[a]), shape[a]))
+    return inner_first[::-1]
+
+
+def _result_perm(shape, strides, axes, fft_type, result_layout):
+    """The result's axis order (outermost first): ``'natural'`` the operand's memory order;
+    ``'optimized'`` the batch axes, then the transformed ones (the halved axis of a real
+    transform innermost), each group in memory order."""
     ndim = len(shape)
-    if fft_type in ("R2C", "C2R"):
-        order = _stride_order(shape, strides, axes[:-1]) + [axes[-1]]
-    else:
-        order = _stride_order(shape, strides, axes)
-    batch_order = _stride_order(shape, strides, [a for a in range(ndim) if a not in axes])
-    return _result_perm(shape, strides, axes, order, batch_order, result_layout)
-
-
-def _result_perm(shape, strides, axes, order, batch_order, result_layout):
     if result_layout == "natural":
-        return tuple(_stride_order(shape, strides, range(len(shape))))
-    return tuple(batch_order) + tuple(order)
+        return tuple(_memory_order(shape, strides, range(ndim)))
+    batch = _memory_order(shape, strides, [a for a in range(ndim) if a not in axes])
+    if fft_type in ("R2C", "C2R"):
+        inner = _memory_order(shape, strides, axes[:-1]) + [axes[-1]]
+    else:
+        inner = _memory_order(shape, strides, axes)
+    return tuple(batch) + tuple(inner)
