@@ -64,12 +64,6 @@ def _np_operand(case, pkgs):
 
 #: id -> (what it is, predicate on (case, category, message)); docs/fuzz-findings.md#<id>
 KNOWN = {
-    "F01": ("DLPack operands with negative strides are read/written at the wrong addresses",
-            lambda c, cat, m: _dlpack_negative_strides(c) and cat in (
-                "wrong-result", "guard-write", "input-modified", "crash")),
-    "F02": ("read-only memory reached through DLPack is written in place (issue #33 item 10)",
-            lambda c, cat, m: _readonly_target(c) and cat in (
-                "accepts-invalid", "input-modified", "crash", "guard-write")),
     "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
             lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
             and "assignment destination is read-only" in m),

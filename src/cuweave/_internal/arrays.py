@@ -42,7 +42,7 @@ class Operand:
     """
 
     __slots__ = ("obj", "package", "ptr", "shape", "strides", "dtype", "itemsize", "device",
-                 "device_id", "conj", "keepalive")
+                 "device_id", "conj", "keepalive", "readonly")
 
     def __init__(self, obj, package, ptr, shape, strides, dtype, device, device_id,
                  conj=False, keepalive=None):
@@ -57,6 +57,9 @@ class Operand:
         self.device_id = device_id
         self.conj = conj
         self.keepalive = keepalive
+        #: the producer declared the memory read-only (DLPack's READ_ONLY flag, the CUDA
+        #: array interface's read-only bit): never an in-place target
+        self.readonly = False
 
     @property
     def ndim(self) -> int:
@@ -104,11 +107,14 @@ class Operand:
     def memory_view(self) -> np.ndarray:
         """NumPy view of the host memory at ``ptr`` with this operand's layout (no owner: the
         operand's object must outlive it)."""
-        return np.lib.stride_tricks.as_strided(
-            np.frombuffer((np.ctypeslib.ctypes.c_char * max(self._nbytes_span(), 1))
-                          .from_address(self.ptr + self.span()[0] * self.itemsize),
-                          dtype=numpy_dtype(self.dtype)),
-            shape=self.shape, strides=tuple(s * self.itemsize for s in self.strides))
+        # the buffer covers every byte the operand touches, from its lowest address; the view
+        # starts at the first element (``ptr``), which negative strides put above that address
+        lo, _ = self.span()
+        buffer = (np.ctypeslib.ctypes.c_char * max(self._nbytes_span(), 1)).from_address(
+            self.ptr + lo * self.itemsize)
+        return np.ndarray(self.shape, numpy_dtype(self.dtype), buffer=buffer,
+                          offset=-lo * self.itemsize,
+                          strides=tuple(s * self.itemsize for s in self.strides))
 
     def _nbytes_span(self) -> int:
         lo, hi = self.span()

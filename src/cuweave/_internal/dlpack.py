@@ -78,14 +78,22 @@ _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 
+#: dlpack.h's DLPACK_FLAG_BITMASK_READ_ONLY (a DLManagedTensorVersioned's flags)
+READ_ONLY = 1 << 0
+
+
 class DLPackView:
     """What a DLPack capsule describes; ``capsule`` must stay alive while ``ptr`` is used."""
 
-    __slots__ = ("ptr", "shape", "strides", "dtype", "device_type", "device_id", "capsule")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "device_type", "device_id", "capsule",
+                 "readonly")
 
-    def __init__(self, ptr, shape, strides, dtype, device_type, device_id, capsule):
+    def __init__(self, ptr, shape, strides, dtype, device_type, device_id, capsule,
+                 readonly=False):
         self.ptr, self.shape, self.strides, self.dtype = ptr, shape, strides, dtype
         self.device_type, self.device_id, self.capsule = device_type, device_id, capsule
+        #: DLPack 1.x's DLPACK_FLAG_BITMASK_READ_ONLY: the memory must not be written
+        self.readonly = readonly
 
 
 def import_dlpack(x, name: str = "operand", stream: int | None = None) -> DLPackView:
@@ -96,8 +104,10 @@ def import_dlpack(x, name: str = "operand", stream: int | None = None) -> DLPack
         capsule = x.__dlpack__(stream=stream) if stream is not None else x.__dlpack__()
     cname = _api.PyCapsule_GetName(capsule)
     addr = _api.PyCapsule_GetPointer(capsule, cname)
+    readonly = False
     if cname == b"dltensor_versioned":
-        t = DLManagedTensorVersioned.from_address(addr).dl_tensor
+        managed = DLManagedTensorVersioned.from_address(addr)
+        t, readonly = managed.dl_tensor, bool(managed.flags & READ_ONLY)
     elif cname == b"dltensor":
         t = DLManagedTensor.from_address(addr).dl_tensor
     else:
@@ -120,7 +130,7 @@ def import_dlpack(x, name: str = "operand", stream: int | None = None) -> DLPack
         strides = tuple(reversed(rev))
     ptr = (t.data or 0) + t.byte_offset
     return DLPackView(ptr, shape, strides, _CODES[key], t.device.device_type,
-                      t.device.device_id, capsule)
+                      t.device.device_id, capsule, readonly)
 
 
 # ---- export -----------------------------------------------------------------------------

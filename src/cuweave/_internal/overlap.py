@@ -104,6 +104,11 @@ def check_inplace_target(op, name: str) -> None:
             f"{name} must be writable for inplace=True (the result is written into it), got an "
             f"immutable {op.package} array; use inplace=False")
     check_no_self_overlap(op, name)
+    if getattr(op, "readonly", False):  # the producer declared its memory read-only
+        raise InvalidOperandError(
+            f"{name} must be writable for inplace=True (the result is written into it), got "
+            "memory its producer exports as read-only (DLPack's READ_ONLY flag or the CUDA "
+            "array interface's read-only bit); pass a writable copy or use inplace=False")
     flags = getattr(op.obj, "flags", None)  # NumPy's (host) arrays
     if flags is not None and getattr(flags, "writeable", True) is False:
         raise InvalidOperandError(

@@ -97,7 +97,9 @@ def wrap_cai(x, cai, name):
     else:
         strides = bytes_to_elems(cai["strides"], np_dtype.itemsize, name)
     device_id = pointer_device(ptr) if ptr else 0
-    return Operand(x, "cai", ptr, shape, strides, dtype, "cuda", device_id)
+    op = Operand(x, "cai", ptr, shape, strides, dtype, "cuda", device_id)
+    op.readonly = bool(cai["data"][1])  # the interface's read-only bit
+    return op
 
 
 def wrap_dlpack(x, name):
@@ -106,13 +108,16 @@ def wrap_dlpack(x, name):
     except Exception as e:
         raise InvalidOperandError(f"{name} must implement __dlpack_device__, got {e}") from e
     if dev_type == _dl.KDL_CPU:
-        arr = np.from_dlpack(x)
+        arr = np.from_dlpack(x)  # NumPy keeps DLPack's READ_ONLY flag as writeable=False
         op = wrap_numpy(arr, name)
         op.obj, op.package, op.keepalive = x, "dlpack", arr
+        op.readonly = not arr.flags.writeable
         return op
     if dev_type not in (_dl.KDL_CUDA, _dl.KDL_CUDA_MANAGED):
         raise InvalidOperandError(f"{name} must live on the CPU or a CUDA device, got DLPack "
                                   f"device type {dev_type}")
     v = _dl.import_dlpack(x, name)
-    return Operand(x, "dlpack", v.ptr, v.shape, v.strides, v.dtype, "cuda", int(dev_id),
-                   keepalive=v.capsule)
+    op = Operand(x, "dlpack", v.ptr, v.shape, v.strides, v.dtype, "cuda", int(dev_id),
+                 keepalive=v.capsule)
+    op.readonly = v.readonly
+    return op

@@ -19,6 +19,7 @@ from .._internal.errors import InvalidOperandError, InvalidOptionError, Unsuppor
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import ExecutionCPU, coerce_options, resolve_execution
+from .._internal.overlap import check_inplace_target
 from .._internal.packages import adapter, resolve_stream, wrap_operand
 from ._layout import check_writable, operand_view, overlaps, perm_of, perm_strides, result_perm
 from ._options import COMPUTE_TYPES, ContractionOptions, Operator, check_operator
@@ -224,15 +225,10 @@ class _Contraction(StatefulObject):
         if out.shape != out_shape:
             raise InvalidOperandError(f"out must have the result's shape {out_shape}, got "
                                       f"{out.shape}")
-        if not adapter(out.package).writable:
-            raise InvalidOperandError(f"out must be writable, got a {out.package} array "
-                                      "(immutable)")
-        check_writable(out, "out")
-        flags = getattr(out.obj, "flags", None)  # NumPy's arrays carry a read-only flag
-        if flags is not None and getattr(flags, "writeable", True) is False:
-            raise InvalidOperandError(
-                "out must be writable (the result is written into it), got a read-only array "
-                "(frozen arrays and views of read-only memory are; pass a writable one)")
+        check_writable(out, "out")  # its own wording for a layout that reaches twice
+        # the package, the producer's read-only flags (NumPy's, DLPack's, the CUDA array
+        # interface's): one check for every in-place target
+        check_inplace_target(out, "out")
         for k in names:
             if overlaps(out, wrapped[k]):
                 raise InvalidOperandError(

@@ -1,0 +1,68 @@
+"""Host memory reached through a generic DLPack producer (fuzz findings F01, F02).
+
+F01: a view with negative strides was read and written below its first element (garbage
+results, writes outside the target, heap corruption). F02: memory its producer exports as
+read-only (DLPack's READ_ONLY flag) was written in place. Every check here fails without the
+fixes in ``_internal.arrays.Operand.memory_view`` and ``_internal.overlap``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuweave.fft as F
+import cuweave.linalg.advanced as la
+from cuweave._internal.errors import InvalidOperandError
+from cuweave._internal.packages import wrap_operand
+
+
+class Producer:
+    """A third-party array over a NumPy array, seen only through DLPack."""
+
+    def __init__(self, array):
+        self._a = array
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kw = {} if max_version is None else {"max_version": max_version}
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_negative_strides_are_read_from_the_right_addresses():
+    x = (np.arange(8) + 1j)[::-1]
+    np.testing.assert_allclose(F.fft(Producer(x), execution="cpu"), np.fft.fft(x), atol=1e-12)
+    a = np.arange(15.0).reshape(3, 5)[::-1, ::-1]
+    b = np.ones((5, 2))
+    np.testing.assert_allclose(la.matmul(Producer(a), Producer(b), execution="cpu"), a @ b)
+    view = wrap_operand(Producer(a), "a").host_array()
+    np.testing.assert_array_equal(view, a)
+
+
+def test_negative_stride_in_place_target_is_written_inside_only():
+    buf = np.full(64 + 16, 0xA5, np.uint8)  # 8 guard bytes each side of a 64-byte target
+    t = np.ndarray((4,), np.complex128, buffer=buf, offset=8 + 48, strides=(-16,))
+    t[...] = np.arange(4) + 1j
+    want = np.fft.fft(t.copy())
+    F.fft(Producer(t), options={"inplace": True}, execution="cpu")
+    guard = np.concatenate([buf[:8], buf[72:]])
+    assert (guard == 0xA5).all()
+    np.testing.assert_allclose(t, want, atol=1e-12)
+
+
+def test_read_only_memory_is_never_an_in_place_target():
+    data = np.ones(4, np.complex64).tobytes()  # immutable bytes
+    x = np.frombuffer(data, np.complex64)
+    with pytest.raises(InvalidOperandError, match="operand must be writable.*read-only"):
+        F.fft(Producer(x), options={"inplace": True}, execution="cpu")
+    assert data == np.ones(4, np.complex64).tobytes()
+    c = np.frombuffer(np.zeros(4).tobytes(), np.float64).reshape(2, 2)
+    one = Producer(np.ones((2, 2)))
+    with pytest.raises(InvalidOperandError, match="c must be writable.*read-only"):
+        la.matmul(one, one, c=Producer(c), beta=1.0, options={"inplace": True},
+                  execution="cpu")
+    assert c.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    # read-only operands are fine as inputs
+    np.testing.assert_allclose(F.fft(Producer(x), execution="cpu"), np.fft.fft(x))
