@@ -67,9 +67,6 @@ KNOWN = {
     "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
             lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
             and "assignment destination is read-only" in m),
-    "F05": ("torch tensors with the lazy conjugate bit as in-place targets (item 12)",
-            lambda c, cat, m: _target(c) is not None and _target(c)["conj"]
-            and cat in ("wrong-result", "accepts-invalid")),
     "F06": ("one planned object shared by threads returns another thread's result (item 13)",
             lambda c, cat, m: cat == "thread-race"),
     "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
@@ -119,10 +116,6 @@ KNOWN = {
                          r"OperandTypeError): (norm|axes|axis|s|n|x|out) ", m) is not None
             and re.search(r"(numpy|scipy) raises (AxisError|IndexError|TypeError|"
                           r"UFuncTypeError)", m) is not None),
-    "F22": ("matmul reads a lazily conjugated torch c without its conjugate: "
-            "a@b + conj(c)",
-            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
-            and c["ops"].get("c", {}).get("conj", False) and c.get("inplace") != "c"),
 }
 
 

@@ -66,3 +66,25 @@ def test_read_only_memory_is_never_an_in_place_target():
     assert c.tolist() == [[0.0, 0.0], [0.0, 0.0]]
     # read-only operands are fine as inputs
     np.testing.assert_allclose(F.fft(Producer(x), execution="cpu"), np.fft.fft(x))
+
+
+def test_torch_conjugate_views_are_refused_where_they_would_be_ignored():
+    """Fuzz findings F05, F22: an in-place target or a matmul c with torch's lazy conjugation
+    bit got conj(result) stored (or the target left unchanged), or conj(c) added."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(4, 4, dtype=torch.complex128)
+    c = torch.randn(4, 4, dtype=torch.complex128).conj()
+    with pytest.raises(InvalidOperandError, match="c must not carry torch's lazy conjugation"):
+        la.matmul(a, a, c, beta=1.0, execution="cpu")
+    with pytest.raises(InvalidOperandError, match="c must not carry torch's lazy conjugation"):
+        la.matmul(a, a, c, beta=1.0, options={"inplace": True}, execution="cpu")
+    x = torch.randn(8, dtype=torch.complex128).conj()
+    for _ in range(2):  # a cached plan too
+        with pytest.raises(InvalidOperandError, match="operand must not carry torch's lazy"):
+            F.fft(x, options={"inplace": True}, execution="cpu")
+    with pytest.raises(InvalidOperandError, match="operand must not carry torch's lazy"):
+        F.FFT(x, options={"inplace": True}, execution="cpu")
+    torch.testing.assert_close(F.fft(x, execution="cpu"), torch.fft.fft(x.resolve_conj()))
+    resolved = c.resolve_conj()
+    got = la.matmul(a, a, resolved, beta=1.0, execution="cpu")
+    torch.testing.assert_close(got, a @ a + resolved)

@@ -104,6 +104,11 @@ def check_inplace_target(op, name: str) -> None:
             f"{name} must be writable for inplace=True (the result is written into it), got an "
             f"immutable {op.package} array; use inplace=False")
     check_no_self_overlap(op, name)
+    if getattr(op, "conj", False):  # torch's lazy conjugation: memory holds the conjugates
+        raise InvalidOperandError(
+            f"{name} must not carry torch's lazy conjugation bit to be written in place (the "
+            "result would be stored conjugated, or not at all), got a conjugated view; pass "
+            f"{name}.resolve_conj() or use inplace=False")
     if getattr(op, "readonly", False):  # the producer declared its memory read-only
         raise InvalidOperandError(
             f"{name} must be writable for inplace=True (the result is written into it), got "

@@ -38,14 +38,18 @@ _REAL = {"float16": "complex32", "float32": "complex64", "float64": "complex128"
 _COMPLEX = {v: k for k, v in _REAL.items()}
 
 
-def wrap(operand, name: str = "operand"):
-    """``wrap_operand`` with torch's lazy conjugation resolved (FFTs need the logical values)."""
+def wrap(operand, name: str = "operand", inplace: bool = False):
+    """``wrap_operand`` with torch's lazy conjugation resolved (FFTs need the logical values);
+    an in-place target with that bit is refused (its resolved copy, not the caller's tensor,
+    would receive the result)."""
     if getattr(operand, "mask", None) is not None and _is_masked(operand):
         raise OperandTypeError(
             f"{name} must be a plain array (masked arrays are not supported: their mask would "
             f"be ignored), got {type(operand).__name__}; pass x.filled(value) or x.data")
     op = wrap_operand(operand, name)
     if op.conj:
+        if inplace:
+            check_inplace_target(op, name)  # raises: a conjugated view is no in-place target
         op = wrap_operand(op.obj.resolve_conj(), name)
     return op
 

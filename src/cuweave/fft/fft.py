@@ -130,7 +130,7 @@ class FFT(StatefulObject):
     def __init__(self, operand, /, *, axes=None, options=None, execution=None, stream=None):
         self.options = coerce_options(options, FFTOptions, "options")
         self.logger = self.options.logger or _log
-        op = operand if _is_operand(operand) else wrap(operand)
+        op = operand if _is_operand(operand) else wrap(operand, inplace=self.options.inplace)
         self._spec = build_spec(op, axes, self.options, execution)
         self._set_stream(stream)
         self._bind(op)
@@ -165,7 +165,7 @@ class FFT(StatefulObject):
         if operand is None:
             self.release_operand()
             return
-        op = wrap(operand)
+        op = wrap(operand, inplace=self.options.inplace)
         s = self._spec
         if op.package != s.package:
             raise OperandTypeError(
@@ -210,7 +210,7 @@ class FFT(StatefulObject):
         if operand is None:
             self.release_operand()
             return
-        op = operand if _is_operand(operand) else wrap(operand)
+        op = operand if _is_operand(operand) else wrap(operand, inplace=self.options.inplace)
         s = self._spec
         if op.shape != s.shape or op.strides != s.strides:
             self._respecify(op)
@@ -251,7 +251,7 @@ class FFT(StatefulObject):
         :meth:`create_key_from_metadata`.
         """
         options = coerce_options(options, FFTOptions, "options")
-        op = wrap(operand)
+        op = wrap(operand, inplace=options.inplace)
         return public_key(build_spec(op, axes, options, execution), prolog, epilog)
 
     @staticmethod
@@ -493,7 +493,7 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
     if fast is None:
         axes = coerce_axes(axes)
     opts = _options_for(options, fft_type)
-    op = wrap(operand)
+    op = wrap(operand, inplace=opts.inplace)
     space = execution_space(execution, op)
     key = fast or (spec_key(op, axes, opts, space, prolog, epilog), direction, norm)
     if plan is None:

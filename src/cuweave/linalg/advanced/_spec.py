@@ -91,6 +91,12 @@ def _conj_flags(qualifiers, ops) -> tuple[bool, bool]:
         if q.shape[0] == 3 and bool(q["is_conjugate"][2]):
             raise InvalidOptionError("qualifiers is_conjugate must be False for c, got True")
         conj = [conj[i] ^ bool(q["is_conjugate"][i]) for i in range(2)]
+    c = ops.get("c")
+    if c is not None and c.conj:  # cuBLASLt has no conjugation of C: it would read memory
+        raise InvalidOperandError(
+            "c must not carry torch's lazy conjugation bit (cuBLASLt reads C as it lies in "
+            "memory, so the result would add conj(c)), got a conjugated view; pass "
+            "c.resolve_conj()")
     return conj[0], conj[1]
 
 
