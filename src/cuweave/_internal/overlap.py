@@ -72,7 +72,7 @@ def has_self_overlap(shape, strides) -> bool:
     return bool((offsets[1:] == offsets[:-1]).any())
 
 
-def check_no_self_overlap(op, name: str) -> None:
+def check_no_self_overlap(op, name: str, lead: str = "") -> None:
     """Raise :class:`InvalidOperandError` (a ``ValueError``) naming ``name`` when the elements
     of ``op`` (an :class:`~cuweave._internal.arrays.Operand`, or anything with ``shape`` and
     element ``strides``) alias each other.
@@ -87,23 +87,24 @@ def check_no_self_overlap(op, name: str) -> None:
     """
     if has_self_overlap(op.shape, op.strides):
         raise InvalidOperandError(
-            f"{name} must not overlap itself (every element at its own address) to be "
+            f"{lead}{name} must not overlap itself (every element at its own address) to be "
             f"written, got shape {tuple(op.shape)!r} with element strides "
             f"{tuple(op.strides)!r}; pass a copy (e.g. x.copy())")
 
 
-def check_inplace_target(op, name: str) -> None:
+def check_inplace_target(op, name: str, overlap_lead: str = "") -> None:
     """``op``, the target of an in-place result (matmul's ``c``, an in-place FFT's operand):
     writable (not an immutable package's array, not a read-only NumPy array) and no two of its
     elements at one address. Checked before any work: a write must never land outside the
-    target's own elements, nor in memory its owner declared read-only."""
+    target's own elements, nor in memory its owner declared read-only. ``overlap_lead`` starts
+    the self-overlap error (an engine's own phrase for it)."""
     from .packages import adapter
 
     if not adapter(op.package).writable:
         raise InvalidOperandError(
             f"{name} must be writable for inplace=True (the result is written into it), got an "
             f"immutable {op.package} array; use inplace=False")
-    check_no_self_overlap(op, name)
+    check_no_self_overlap(op, name, overlap_lead)
     if getattr(op, "conj", False):  # torch's lazy conjugation: memory holds the conjugates
         raise InvalidOperandError(
             f"{name} must not carry torch's lazy conjugation bit to be written in place (the "

@@ -92,8 +92,9 @@ def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
             raise InvalidOperandError("operand must have at least one dimension, got a 0-d array")
         if ndim > MAX_RANK:
             raise InvalidOperandError(
-                f"axes must be given for operands with more than {MAX_RANK} dimensions "
-                f"(at most {MAX_RANK} transformed axes), got ndim={ndim}")
+                f"The tensor is {ndim}-D and FFTs in number of dimensions > {MAX_RANK} is not "
+                f"supported: axes must be given for operands with more than {MAX_RANK} "
+                f"dimensions (at most {MAX_RANK} transformed axes), got ndim={ndim}")
         return tuple(range(ndim))
     axes = coerce_axes(axes)
     if not axes or len(axes) > MAX_RANK:
@@ -103,10 +104,13 @@ def normalize_axes(axes, ndim: int) -> tuple[int, ...]:
     for a in axes:
         if not -ndim <= a < ndim:
             raise InvalidOperandError(
+                f"The specified FFT axes {list(axes)} are out of bounds for a {ndim}-D tensor: "
                 f"axes must be in [-{ndim}, {ndim}) for a {ndim}-d operand, got {axes!r}")
         out.append(a % ndim)
     if len(set(out)) != len(out):
-        raise InvalidOperandError(f"axes must not repeat an axis, got {axes!r}")
+        raise InvalidOperandError(
+            f"The specified FFT axes = {tuple(axes)} contains duplicate axis IDs, which is not "
+            f"supported: axes must not repeat an axis, got {axes!r}")
     return tuple(out)
 
 
@@ -123,8 +127,9 @@ def fft_lengths(shape, axes, fft_type: str, parity: str) -> tuple[tuple[int, ...
         n = 2 * (m - 1) + (1 if parity == "odd" else 0)
         if n < 1:
             raise InvalidOperandError(
-                f"operand length along axis {last} must give a C2R output length >= 1 "
-                f"(last_axis_parity={parity!r}), got {m}")
+                f"The size of the last FFT axis in the result for FFT type 'C2R' is {n} for "
+                f"operand shape {shape}: operand length along axis {last} must give a C2R "
+                f"output length >= 1 (last_axis_parity={parity!r}), got {m}")
         out[last] = n
         logical[-1] = n
     for a, n in zip(axes, logical):

@@ -74,7 +74,9 @@ class FFTOptions:
                 f"last_axis_parity must be 'even' or 'odd', got {self.last_axis_parity!r}")
         if self.result_layout not in ("optimized", "natural"):
             raise InvalidOptionError(
-                f"result_layout must be 'optimized' or 'natural', got {self.result_layout!r}")
+                "The value specified for 'result_layout' must be one of ['natural', "
+                f"'optimized']: result_layout must be 'optimized' or 'natural', got "
+                f"{self.result_layout!r}")
         if self.blocking not in (True, "auto"):
             raise InvalidOptionError(f"blocking must be True or 'auto', got {self.blocking!r}")
         if self.logger is not None and not hasattr(self.logger, "isEnabledFor"):

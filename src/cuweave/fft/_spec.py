@@ -99,6 +99,14 @@ def _int_tuple(values, name: str, low) -> tuple[int, ...]:
     return out
 
 
+def check_inplace_operand(op) -> None:
+    """The operand of an in-place transform can take its result (:func:`check_inplace_target`,
+    the self-overlap error in nvmath-python's words)."""
+    check_inplace_target(op, "operand", overlap_lead=(
+        f"In-place transform is not supported because the tensor with shape "
+        f"{tuple(op.shape)} and strides {tuple(op.strides)} overlaps in memory: "))
+
+
 class ComplexForRealError(InvalidOperandError, RuntimeError):
     """A complex operand given to a real-input (R2C) transform: also a ``RuntimeError``, as
     nvmath-python's ``rfft`` raises."""
@@ -125,10 +133,12 @@ def infer_fft_type(dtype: str, fft_type: str | None) -> str:
             "C2R": "a complex type", None: "a floating or complex type"}[fft_type]
     if fft_type == "R2C" and dtype in _COMPLEX:
         raise ComplexForRealError(
-            f"operand dtype must be {want} for fft_type 'R2C' (rfft), got {dtype!r}; use fft "
-            "for complex input")
+            f"rfft expects a real input, but got {dtype}: operand dtype must be {want} for "
+            f"fft_type 'R2C' (rfft), got {dtype!r}; use fft for complex input")
+    lead = (f"This function expects complex operand, found {dtype}: "
+            if fft_type in ("C2C", "C2R") else "")
     raise InvalidOperandError(
-        f"operand dtype must be {want} for fft_type {fft_type!r}, got {dtype!r}")
+        f"{lead}operand dtype must be {want} for fft_type {fft_type!r}, got {dtype!r}")
 
 
 def result_dtype(dtype: str, fft_type: str) -> str:
@@ -236,7 +246,7 @@ def build_spec(op, axes, options, execution) -> Spec:
     s.n_points = math.prod(s.lengths)
     s.inplace = options.inplace
     if s.inplace:  # the result overwrites the operand: every element needs its own address
-        check_inplace_target(op, "operand")
+        check_inplace_operand(op)
     s.layout, s.stage_perm = None, None
     s.to_host = op.device == "cuda" and not s.cuda  # CPU execution of a device operand
     s.dev_strides = op.strides

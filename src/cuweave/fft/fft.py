@@ -26,7 +26,6 @@ from .._internal.errors import (
 from .._internal.lifecycle import StatefulObject
 from .._internal.logging import get_logger
 from .._internal.options import coerce_options
-from .._internal.overlap import check_inplace_target
 from .._internal.packages import probe
 from ._cuda_plan import estimate_workspace
 from ._layout import CufftLayout, LayoutPlan, coerce_axes, dense_strides
@@ -36,6 +35,7 @@ from ._spec import (
     OperandTypeError,
     build_spec,
     callback_fast_key,
+    check_inplace_operand,
     coerce_callable,
     default_direction,
     execution_space,
@@ -182,7 +182,7 @@ class FFT(StatefulObject):
         if (op.shape, op.strides) != (s.shape, s.strides):
             self._respecify(op)
         elif s.inplace:
-            check_inplace_target(op, "operand")
+            check_inplace_operand(op)
         self._set_stream(stream)
         self._bind(op)
 
@@ -505,7 +505,7 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
         else:  # a hit: the operand checked, the plan goes back after
             spec = plan.spec
             if spec.inplace:
-                check_inplace_target(op, "operand")
+                check_inplace_operand(op)
         call = new_call(spec, op, stream)
         if fresh:
             plan = Plan(spec, _direction(direction, spec.fft_type), norm,
