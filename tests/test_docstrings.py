@@ -66,12 +66,7 @@ KNOWN_GAPS = {
     "cuweave.fft.fft.FFT.plan: prolog, epilog, stream, direction, norm",
     "cuweave.fft.fft.FFT.reset_operand: operand, stream",
     "cuweave.fft.fft.FFT.reset_operand_unchecked: operand, stream",
-    "cuweave.fft.fft.ifft: operand, axes, direction, options, execution, prolog, epilog, stream, "
-    "norm",
-    "cuweave.fft.fft.rfft: operand, axes, options, execution, prolog, epilog, stream, norm",
     "cuweave.fft.fft.irfft: operand, axes, options, execution, prolog, epilog, stream, norm",
-    "cuweave.fft._callbacks.compile_epilog: epilog_fn, element_dtype, user_info_dtype, "
-    "compute_capability",
     "cuweave.fft._numpy_api.fft2: a, s, axes, norm, out, execution",
     "cuweave.fft._numpy_api.ifft2: a, s, axes, norm, out, execution",
     "cuweave.fft._numpy_api.ifftn: a, s, axes, norm, out, execution",

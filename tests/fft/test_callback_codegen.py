@@ -18,7 +18,9 @@ nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not 
 nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink", reason="cuda-bindings too old")
 
 import cuweave.fft as F  # noqa: E402
+from cuweave._internal.errors import InvalidOptionError  # noqa: E402
 from cuweave.fft import _numba_callbacks  # noqa: E402
+from cuweave.fft._callbacks import default_symbol  # noqa: E402
 
 _CTYPE = {"complex64": "float2", "complex128": "double2", "float32": "float", "float64": "double"}
 _SUFFIX = {"complex64": "Complex", "complex128": "DoubleComplex", "float32": "Real",
@@ -207,3 +209,18 @@ def test_gpu_machine_takes_the_shim_path(monkeypatch, kind, dtype):
     fn = _filter_epilog if kind == "epilog" else _scale_prolog
     (F.compile_epilog if kind == "epilog" else F.compile_prolog)(fn, dtype, dtype)
     assert used == [True]
+
+
+def test_nvmath_compile_arguments_name_phase_representation():
+    """nvmath-python 1.0's ``name=``, ``phase=`` and ``representation=`` (issue 33 item 5)."""
+    ptx = F.compile_prolog(_scale_prolog, "complex64", "complex64", compute_capability="90",
+                           representation="ptx", name="my_load")
+    assert b"my_load" in bytes(ptx)
+    # phase='Store' compiles an epilog, whichever function is called
+    store = F.compile_prolog(_dividing_epilog, "float32", "float32", compute_capability="90",
+                             phase="Store", representation="ptx")
+    assert default_symbol("epilog", "float32").encode() in bytes(store)
+    with pytest.raises(InvalidOptionError, match="phase must be 'Load' or 'Store'"):
+        F.compile_epilog(_dividing_epilog, "float32", "float32", phase="load")
+    with pytest.raises(InvalidOptionError, match="representation must be 'ltoir' or 'ptx'"):
+        F.compile_epilog(_dividing_epilog, "float32", "float32", representation="cubin")

@@ -56,3 +56,20 @@ def test_bad_result_layout_phrase():
         FFTOptions(result_layout="x")
     assert str(info.value).startswith(
         "The value specified for 'result_layout' must be one of ['natural', 'optimized']")
+
+
+def test_check_dtype_as_nvmath_takes_it():
+    """``fft``/``ifft``/``rfft`` take nvmath-python 1.0's ``check_dtype`` (issue 33 item 5)."""
+    x = np.random.default_rng(0).standard_normal(16)
+    z = x.astype(np.complex128)
+    # None: the operand's own type (a real operand gets the R2C transform)
+    np.testing.assert_allclose(F.fft(x, check_dtype=None, execution="cpu"), np.fft.rfft(x))
+    np.testing.assert_allclose(F.fft(z, check_dtype=None, execution="cpu"), np.fft.fft(z))
+    np.testing.assert_allclose(F.rfft(z, check_dtype=None, execution="cpu"), np.fft.fft(z))
+    np.testing.assert_allclose(F.fft(x, check_dtype="real", execution="cpu"), np.fft.rfft(x))
+    with pytest.raises(ValueError, match="^This function expects real operand, found complex"):
+        F.fft(z, check_dtype="real", execution="cpu")
+    with pytest.raises(ValueError, match="^This function expects complex operand"):
+        F.rfft(x, check_dtype="complex", execution="cpu")
+    with pytest.raises(ValueError, match="check_dtype must be 'complex', 'real' or None"):
+        F.ifft(z, check_dtype="yes", execution="cpu")

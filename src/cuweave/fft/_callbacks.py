@@ -119,16 +119,30 @@ def _signature(kind: str, element_dtype: str, user_info_dtype):
     return types.void(data, types.uint64, elem, info_p, types.voidptr)
 
 
+_PHASES = {"Load": "prolog", "Store": "epilog"}
+
+
 def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability,
-             output="ltoir") -> LTOIR:
-    """The callback as LTO-IR (``output="ptx"``: PTX text as bytes, to test its signature)."""
+             output="ltoir", name=None, phase=None) -> LTOIR:
+    """The callback as LTO-IR (``output="ptx"``: PTX text as bytes, to test its signature);
+    ``name`` the symbol (default: the one cuFFT looks for), ``phase`` nvmath-python's
+    ``'Load'``/``'Store'`` (a prolog or an epilog, whichever function compiles it)."""
+    if phase is not None:
+        if phase not in _PHASES:
+            raise InvalidOptionError(f"phase must be 'Load' or 'Store', got {phase!r}")
+        kind = _PHASES[phase]
+    if output not in ("ltoir", "ptx"):
+        raise InvalidOptionError(f"representation must be 'ltoir' or 'ptx', got {output!r}")
+    if name is not None and not isinstance(name, str):
+        raise InvalidOptionError(f"name must be a str (the callback's symbol) or None, got "
+                                 f"{name!r}")
     cuda, _ = _numba()
     from ._numba_callbacks import compile_inlinable
 
     element_dtype = _check_dtype(element_dtype, "element_dtype")
     cc = _cc_tuple(compute_capability)
     sig = _signature(kind, element_dtype, user_info_dtype)
-    symbol = default_symbol(kind, element_dtype)
+    symbol = name or default_symbol(kind, element_dtype)
     code = compile_inlinable(kind, fn, sig, element_dtype, symbol, cc, output)
     if code is None:  # numba's own C ABI wrapper: correct, but called out of line
         code, _ = cuda.compile(fn, sig, device=True, cc=cc, abi="c", output=output,
@@ -140,7 +154,8 @@ def _compile(kind, fn, element_dtype, user_info_dtype, compute_capability,
     return out
 
 
-def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, compute_capability=None):
+def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, name=None, phase=None,
+                   representation="ltoir", compute_capability=None):
     """Compile ``prolog_fn(data_in, offset, user_info, reserved) -> element`` to LTO-IR.
 
     Parameters
@@ -151,6 +166,14 @@ def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, compute_capabil
         Element type of the FFT operand: 'float32', 'float64', 'complex64', 'complex128'.
     user_info_dtype : str or numba type
         Element type of the ``user_info`` pointer (the ``data`` of the DeviceCallable).
+    name : str, optional
+        The compiled function's symbol (default: the name cuFFT looks for; another name must
+        be given to cuFFT as the callable's ``symbol``).
+    phase : {'Load', 'Store'}, optional
+        nvmath-python 1.0's argument: ``'Load'`` compiles a prolog (the default here),
+        ``'Store'`` an epilog.
+    representation : {'ltoir', 'ptx'}
+        The code's form: LTO-IR for cuFFT (default), or PTX text to read.
     compute_capability : str or tuple, optional
         Target such as ``'90'``; default: the current device's.
 
@@ -159,16 +182,34 @@ def compile_prolog(prolog_fn, element_dtype, user_info_dtype, *, compute_capabil
     bytes
         The LTO-IR (an :class:`LTOIR`), to pass as ``prolog={"ltoir": ..., "data": ptr}``.
     """
-    return _compile("prolog", prolog_fn, element_dtype, user_info_dtype, compute_capability)
+    return _compile("prolog", prolog_fn, element_dtype, user_info_dtype, compute_capability,
+                    representation, name, phase)
 
 
-def compile_epilog(epilog_fn, element_dtype, user_info_dtype, *, compute_capability=None):
+def compile_epilog(epilog_fn, element_dtype, user_info_dtype, *, name=None, phase=None,
+                   representation="ltoir", compute_capability=None):
     """Compile ``epilog_fn(data_out, offset, element, user_info, reserved)`` to LTO-IR.
 
     The function stores (a function of) ``element`` at flat ``offset`` of ``data_out``.
-    ``element_dtype`` is the result's dtype; see :func:`compile_prolog` for the others.
+
+    Parameters
+    ----------
+    epilog_fn : callable
+        Stores (a function of) ``element`` at flat ``offset`` of ``data_out``.
+    element_dtype : str
+        The result's element type: 'float32', 'float64', 'complex64', 'complex128'.
+    user_info_dtype : str or numba type
+        Element type of the ``user_info`` pointer.
+    name, phase, representation, compute_capability
+        As for :func:`compile_prolog` (``phase`` defaults to ``'Store'`` here).
+
+    Returns
+    -------
+    bytes
+        The LTO-IR (an :class:`LTOIR`), to pass as ``epilog={"ltoir": ..., "data": ptr}``.
     """
-    return _compile("epilog", epilog_fn, element_dtype, user_info_dtype, compute_capability)
+    return _compile("epilog", epilog_fn, element_dtype, user_info_dtype, compute_capability,
+                    representation, name, phase)
 
 
 def fold_scale(ltoir: LTOIR, scale: float) -> LTOIR:

@@ -517,8 +517,28 @@ def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direc
             plan_cache.put(key, plan, plan.workspace_size)
 
 
+def _checked_type(operand, check_dtype, default: str):
+    """The transform type a ``check_dtype`` asks for (nvmath-python 1.0's argument of
+    ``fft``/``ifft``/``rfft``): ``'complex'`` C2C, ``'real'`` R2C, ``None`` the operand's own
+    (``default`` when it is the function's own check); the operand's dtype is checked here."""
+    if check_dtype not in ("complex", "real", None):
+        raise InvalidOptionError(
+            f"check_dtype must be 'complex', 'real' or None, got {check_dtype!r}")
+    want = {"complex": "C2C", "real": "R2C", None: None}[check_dtype]
+    if want == default or want is None:
+        return want
+    dtype = getattr(operand, "dtype", None)
+    is_complex = dtype is not None and "complex" in str(dtype)
+    if is_complex != (check_dtype == "complex"):
+        raise InvalidOperandError(
+            f"This function expects {check_dtype} operand, found {dtype}: operand dtype must be "
+            f"{'a complex' if check_dtype == 'complex' else 'a real floating'} type for "
+            f"check_dtype={check_dtype!r}, got {str(dtype)!r}")
+    return want
+
+
 def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
-        epilog=None, stream=None, norm=None):
+        epilog=None, stream=None, norm=None, check_dtype="complex"):
     """N-D forward C2C FFT over ``axes`` of a complex operand (real operands: :func:`rfft`,
     as nvmath-python, which raises a ``ValueError`` here too).
 
@@ -538,6 +558,9 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
         unused with CPU execution.
     norm : {None, 'backward', 'ortho', 'forward'}
         A cuweave extension: NumPy's normalization, fused into the transform. ``None`` never scales.
+    check_dtype : {'complex', 'real', None}
+        nvmath-python 1.0's argument: the operand type this function expects (``'real'``: an
+        R2C transform; ``None``: whatever the operand's dtype gives).
 
     Returns
     -------
@@ -559,6 +582,9 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
     True
     """
     d = FFTDirection.FORWARD if direction is None else _parse_direction(direction)
+    if check_dtype != "complex":
+        return _call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
+                     _checked_type(operand, check_dtype, "C2C"))
     if options is None:  # the keyed fast path, one frame less
         return _call(operand, axes, None, execution, prolog, epilog, stream, norm, d, "C2C")
     return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
@@ -566,12 +592,41 @@ def fft(operand, /, *, axes=None, direction=None, options=None, execution=None, 
 
 
 def ifft(operand, /, *, axes=None, direction=None, options=None, execution=None, prolog=None,
-         epilog=None, stream=None, norm=None):
-    """N-D inverse C2C FFT (unnormalized unless ``norm`` says otherwise); see :func:`fft`.
+         epilog=None, stream=None, norm=None, check_dtype="complex"):
+    """N-D inverse C2C FFT (unnormalized unless ``norm`` says otherwise).
 
-    ``direction`` (default inverse) is accepted as nvmath-python's ``ifft`` accepts it.
+    Parameters
+    ----------
+    operand : array
+        A complex array (NumPy, CuPy, torch, or any DLPack / CUDA-array-interface producer).
+    axes : int or sequence of int, optional
+        At most 3 transformed axes (default: all); the others are batched.
+    direction : FFTDirection or str, optional
+        Default inverse; accepted as nvmath-python's ``ifft`` accepts it.
+    options, execution, prolog, epilog, stream
+        As for :func:`fft`.
+    norm : {None, 'backward', 'ortho', 'forward'}
+        A cuweave extension: NumPy's normalization, fused into the transform.
+    check_dtype : {'complex', 'real', None}
+        As for :func:`fft`.
+
+    Returns
+    -------
+    array
+        The result in the operand's package and memory space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.arange(4, dtype=np.complex64)
+    >>> np.round(F.ifft(F.fft(x), norm="backward").real, 4).tolist()
+    [0.0, 1.0, 2.0, 3.0]
     """
     d = FFTDirection.INVERSE if direction is None else _parse_direction(direction)
+    if check_dtype != "complex":
+        return _call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
+                     _checked_type(operand, check_dtype, "C2C"))
     if options is None:
         return _call(operand, axes, None, execution, prolog, epilog, stream, norm, d, "C2C")
     return _complex_call(operand, axes, options, execution, prolog, epilog, stream, norm, d,
@@ -591,10 +646,35 @@ def _complex_call(operand, axes, options, execution, prolog, epilog, stream, nor
 
 
 def rfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
-         stream=None, norm=None):
-    """N-D forward R2C FFT of a real operand (``axes[-1]`` halved); see :func:`fft`."""
+         stream=None, norm=None, check_dtype="real"):
+    """N-D forward R2C FFT of a real operand (the last transformed axis halved).
+
+    Parameters
+    ----------
+    operand : array
+        A real array (float16 on the GPU, float32, float64).
+    axes : int or sequence of int, optional
+        At most 3 transformed axes (default: all); ``axes[-1]`` becomes ``n // 2 + 1`` long.
+    options, execution, prolog, epilog, stream, norm
+        As for :func:`fft`.
+    check_dtype : {'real', 'complex', None}
+        As for :func:`fft`; ``'real'`` (the default) checks the operand is real.
+
+    Returns
+    -------
+    array
+        The complex result in the operand's package and memory space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> F.rfft(np.ones(8, np.float32)).shape
+    (5,)
+    """
+    fft_type = "R2C" if check_dtype == "real" else _checked_type(operand, check_dtype, "R2C")
     return _call(operand, axes, options, execution, prolog, epilog, stream, norm,
-                FFTDirection.FORWARD, "R2C")
+                FFTDirection.FORWARD, fft_type)
 
 
 def irfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, epilog=None,
