@@ -178,7 +178,7 @@ class Solver(KernelObject):
                  batches_per_block=None, data_type=None, leading_dimensions=None,
                  block_dim=None, job=None):
         if sm is None:
-            from .fft import default_sm
+            from ._options import default_sm
 
             sm = default_sm()
         spec = SolverSpec.from_knobs(
