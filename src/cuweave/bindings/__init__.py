@@ -3,7 +3,7 @@ classes of :mod:`.cublasLt` and :mod:`.cufft` (cuweave's library errors).
 
 Submodules load their library on first use, never on import. This package only serves
 nvmath-python's public names: cuweave's own declarations of the libraries live in
-:mod:`cuweave._bindings` (cuBLASLt, cuFFT, NCCL, NVRTC) and, for libmathdx, in
+``cuweave._bindings`` (cuBLASLt, cuFFT, NCCL, NVRTC) and, for libmathdx, in
 ``cuweave.device._blas_mathdx``."""
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ class Algorithm:
 
     def as_numpy(self) -> np.ndarray:
         """A copy of this algorithm as a one-element array of
-        :data:`matmul_heuristic_result_dtype`, which ``np.save(..., allow_pickle=False)``
+        ``matmul_heuristic_result_dtype``, which ``np.save(..., allow_pickle=False)``
         can store; :meth:`from_numpy` makes the algorithm again.
 
         Examples
@@ -135,7 +135,7 @@ class Algorithm:
         Parameters
         ----------
         array : numpy.ndarray
-            One record of :data:`matmul_heuristic_result_dtype` (e.g. loaded with
+            One record of ``matmul_heuristic_result_dtype`` (e.g. loaded with
             ``np.load``).
 
         Returns

@@ -1,10 +1,10 @@
-"""The stateful :class:`Matmul`: a :class:`~._plan.Plan` and the current :class:`~._plan.Call`.
+"""The stateful :class:`Matmul`: a ``Plan`` (``_plan.py``) and the current ``Call``.
 
 One lifecycle (:class:`~cuweave._internal.lifecycle.StatefulObject`): ``__init__`` validates the
-operands into a :class:`~._spec.Spec` and binds them in a call, ``plan`` makes the plan
+operands into a ``Spec`` (``_spec.py``) and binds them in a call, ``plan`` makes the plan
 (cuBLASLt descriptors and heuristics, or the CPU's NumPy run), ``execute`` runs
 ``plan.run(call)``, ``reset_operands`` checks new operands against the spec and binds them in
-the call. The function form is :func:`~._function.matmul`.
+the call. The function form is ``matmul`` (``_function.py``).
 """
 
 from __future__ import annotations

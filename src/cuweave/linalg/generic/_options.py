@@ -145,7 +145,7 @@ class DirectSolverOptions:
     logger : logging.Logger or None
     blocking : True or "auto"
         Kept for nvmath-python's surface; factorizations always wait for the library's
-        ``info`` (a failed factorization is reported before :meth:`solve`).
+        ``info`` (a failed factorization is reported before ``solve()``).
     allocator : BaseCUDAMemoryManager, BaseCUDAMemoryManagerAsync or None
     inplace_a : bool
         Factorize ``a`` in place (it is overwritten by the factors).

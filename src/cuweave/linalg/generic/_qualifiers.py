@@ -62,7 +62,7 @@ class _Constructor:
 
         Returns
         -------
-        numpy.bool_
+        ``numpy.bool_``
             True when ``other`` has that dtype, this class's abbreviation and valid fields.
         """
         other = np.asarray(other)

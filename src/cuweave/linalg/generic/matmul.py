@@ -1,8 +1,8 @@
 """``Matmul`` and ``matmul``: ``alpha * a @ b + beta * c`` with matrix qualifiers
 (nvmath-python's ``nvmath.linalg.Matmul`` / ``matmul``).
 
-A product is planned once (:func:`._layout.plan_matmul`: the BLAS routine, frame, sides,
-triangles and preparations) and run by :func:`._execute.execute` on cuBLAS (GPU) or the
+A product is planned once (``_layout.plan_matmul``: the BLAS routine, frame, sides,
+triangles and preparations) and run by ``_execute.execute`` on cuBLAS (GPU) or the
 CPU's BLAS. ``a``/``b``/``c`` may be single arrays, batched arrays (leading axes; ``a`` and
 ``b`` broadcast as in NumPy) or Python sequences of arrays (explicit batches: each entry is
 its own product; single entries are broadcast to the sequences' length).
