@@ -1,5 +1,6 @@
-"""The warning where autograd would be lost silently (cuweave._autograd), on its own: the lead
-wires it into the engines' function forms and constructors."""
+"""The warning where autograd would be lost silently: torch tensors that require gradients
+given to the engines' function forms and constructors (cuweave._internal.autograd, called by
+torch's adapter when it wraps a tensor)."""
 
 from __future__ import annotations
 
@@ -7,41 +8,46 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
-from cuweave._autograd import AutogradWarning, warn_if_autograd_is_lost
+import cuweave.fft as F
+from cuweave._internal.autograd import AutogradWarning
+from cuweave.linalg.advanced import Matmul, matmul
 
 
-def _caller(**operands):
-    warn_if_autograd_is_lost("cuweave.linalg.advanced.matmul", operands)
-
-
-def test_warns_for_a_tensor_requiring_grad_and_names_it():
+def test_warns_for_a_tensor_requiring_grad_and_points_at_the_caller():
     torch = pytest.importorskip("torch")
-    a = torch.ones(2, 2, requires_grad=True)
-    with pytest.warns(AutogradWarning, match=r"^a requires grad, but cuweave\.linalg\.advanced"
-                      r"\.matmul is not recorded by autograd.*cuweave\.torch") as record:
-        _caller(a=a, b=torch.ones(2, 2))
-    assert len(record) == 1 and record[0].filename == __file__  # points at the user's line
+    a = torch.ones(4, 4, requires_grad=True)
+    for _ in range(2):  # a cached plan too: the fast path leaves such tensors to wrapping
+        with pytest.warns(AutogradWarning, match=r"^a requires grad, but this cuweave call is "
+                          r"not recorded by autograd.*cuweave\.torch") as record:
+            matmul(a, torch.ones(4, 4), execution="cpu")
+        assert len(record) == 1 and record[0].filename == __file__  # the user's line
+    with pytest.warns(AutogradWarning, match="^b requires grad"):
+        Matmul(torch.ones(4, 4), a, execution="cpu").free()
+    x = torch.ones(8, dtype=torch.complex64, requires_grad=True)
+    with pytest.warns(AutogradWarning, match="^operand requires grad"):
+        F.fft(x, execution="cpu")
 
 
 def test_silent_without_grad_under_no_grad_and_for_other_arrays():
     torch = pytest.importorskip("torch")
-    import numpy as np
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _caller(a=torch.ones(2), b=None, c=np.ones(2))
-        _caller(a=torch.ones(2, requires_grad=True).detach())
+        matmul(torch.ones(4, 4), torch.ones(4, 4), execution="cpu")
+        matmul(torch.ones(4, 4, requires_grad=True).detach(), torch.ones(4, 4),
+               execution="cpu")
         with torch.no_grad():
-            _caller(a=torch.ones(2, requires_grad=True))
+            matmul(torch.ones(4, 4, requires_grad=True), torch.ones(4, 4), execution="cpu")
+        matmul(np.ones((4, 4)), np.ones((4, 4)), execution="cpu")
 
 
 def test_does_not_import_torch():
     code = ("import sys, warnings\n"
-            "from cuweave._autograd import warn_if_autograd_is_lost\n"
+            "from cuweave._internal.autograd import warn_autograd_lost\n"
             "warnings.simplefilter('error')\n"
-            "warn_if_autograd_is_lost('f', {'a': [1.0]})\n"
+            "warn_autograd_lost('a')\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -53,6 +53,7 @@ class FakeTensor:
         self._strides = tuple(strides) if strides is not None else _c_strides(self.shape)
         self.is_cuda = True
         self.device = "cuda:0"
+        self.requires_grad = False
 
     def data_ptr(self):
         return self._ptr

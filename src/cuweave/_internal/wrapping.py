@@ -34,6 +34,10 @@ def wrap_numpy(x, name):
 
 
 def wrap_torch(x, name):
+    if getattr(x, "requires_grad", False):  # autograd will not see this call: say so
+        from .autograd import warn_autograd_lost
+
+        warn_autograd_lost(name)
     if x.is_neg():  # lazy negation (e.g. ``t.conj().imag``): memory holds -values
         x = x.resolve_neg()
     dtype = dtype_name(x.dtype)
@@ -49,7 +53,7 @@ def wrap_torch(x, name):
 def probe_torch(x):
     try:
         dev = x.get_device()  # -1 on the CPU
-        if dev < 0 or x.is_conj() or x.is_neg():
+        if dev < 0 or x.is_conj() or x.is_neg() or x.requires_grad:  # (grad: warned on wrap)
             return None
         return ("torch", x.dtype, x.shape, x.stride(), dev), x.data_ptr()
     except AttributeError:  # another object of the torch module: wrapping reports it
@@ -64,7 +68,7 @@ def probe_torch_pair(a, b, extra):
         ta, tb = a.dtype, b.dtype
         # the conjugate bits are asked where a tensor is complex (a real tensor never has
         # one); one dtype test where both tensors have the same type
-        if da < 0 or db < 0 or a.is_neg() or b.is_neg() or (
+        if da < 0 or db < 0 or a.is_neg() or b.is_neg() or a.requires_grad or b.requires_grad or (
                 (ta.is_complex or tb is not ta and tb.is_complex)
                 and (a.is_conj() or b.is_conj())):
             return None
