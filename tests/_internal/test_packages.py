@@ -373,7 +373,7 @@ def test_pair_probe_of_torch_tensors_is_both_probes_in_one_key(cuda_tensors):
 
 def test_pair_probe_of_mixed_or_unknown_types(cuda_tensors):
     torch = cuda_tensors
-    a, w = torch.randn(8, 4), torch.nn.Parameter(torch.randn(4, 6))
+    a, w = torch.randn(8, 4), torch.nn.Parameter(torch.randn(4, 6), requires_grad=False)
     probe = packages.pair_prober(type(a), type(w))
     assert packages.PAIR_PROBERS[(type(a), type(w))] is probe
     key, pa, pw = probe(a, w, None)
@@ -381,6 +381,9 @@ def test_pair_probe_of_mixed_or_unknown_types(cuda_tensors):
     assert key[:5] == packages.probe(a)[0] and key[6:10] == packages.probe(w)[0][1:]
     assert packages.pair_prober(float, float)(1.0, 2.0, None) is None
     assert packages.pair_prober(type(a), float)(a, 2.0, None) is None
+    # a tensor that requires gradients is left to wrapping (which warns: autograd is lost)
+    w.requires_grad_(True)
+    assert probe(a, w, None) is None
 
 
 @pytest.mark.parametrize("ptr", [0, 1, 2, 6, 8, 96, 128, 256, 512, 0x7F0000000010,
