@@ -78,8 +78,6 @@ KNOWN = {
     "F10": ("Matmul.alpha/beta can be set after free() (item 14)",
             lambda c, cat, m: c["target"] == "lifecycle" and cat == "accepts-invalid"
             and "set_alpha" in m),
-    "F11": ("norm=np.str_('ortho') is refused (item 14)",
-            lambda c, cat, m: "np.str_('ortho')" in m),
     "F12": ("a c with more leading dimensions than the product is returned without them",
             lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
             and "shape" in m and _c_has_extra_dims(c)),

@@ -381,3 +381,17 @@ def test_byte_swapped_input():
     np.testing.assert_allclose(y, np.fft.fft(x.astype(np.float64)), rtol=1e-12, atol=1e-12)
     z = cfft.hfft(rng_array((3, 5), "complex64").astype(">c8"), n=8)
     assert z.dtype == np.float32 and z.shape == (3, 8)
+
+
+def test_norm_given_as_numpy_string_is_accepted():
+    """``norm=np.str_('ortho')`` is NumPy's own string type: accepted as NumPy accepts it
+    (fuzz finding F11), by the NumPy-style functions and the nvmath-style ones."""
+    import cuweave.fft as F
+    from cuweave.fft import numpy as cfft
+
+    x = np.random.default_rng(3).standard_normal(16) + 0j
+    want = np.fft.fft(x, norm="ortho")
+    np.testing.assert_allclose(cfft.fft(x, norm=np.str_("ortho")), want, atol=1e-12)
+    for _ in range(2):  # the cached plan too
+        np.testing.assert_allclose(F.fft(x, norm=np.str_("ortho"), execution="cpu"), want,
+                                   atol=1e-12)

@@ -79,6 +79,8 @@ def working_precision(ops, x, name: str = "x") -> str:
 # ---- arguments ----------------------------------------------------------------------------------
 def check_norm(norm) -> str:
     """NumPy's ``norm`` (``None`` is ``'backward'``), validated."""
+    if isinstance(norm, str) and type(norm) is not str and norm in _NORMS:
+        norm = str(norm)  # NumPy's np.str_, accepted as NumPy accepts it
     if norm is not None and not (type(norm) is str and norm in _NORMS):
         raise InvalidOptionError(
             f"norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}")
