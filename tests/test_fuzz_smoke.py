@@ -69,15 +69,9 @@ KNOWN = {
             and "assignment destination is read-only" in m),
     "F06": ("one planned object shared by threads returns another thread's result (item 13)",
             lambda c, cat, m: cat == "thread-race"),
-    "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
-            lambda c, cat, m: c["target"] == "lifecycle" and cat == "untyped-error"
-            and re.search(r"(pickle|deepcopy|copy)", m) is not None),
     "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",
             lambda c, cat, m: c["target"] == "huge" and cat == "untyped-error"
             and "MemoryError" in m),
-    "F10": ("Matmul.alpha/beta can be set after free() (item 14)",
-            lambda c, cat, m: c["target"] == "lifecycle" and cat == "accepts-invalid"
-            and "set_alpha" in m),
     "F12": ("a c with more leading dimensions than the product is returned without them",
             lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
             and "shape" in m and _c_has_extra_dims(c)),

@@ -88,3 +88,28 @@ def test_torch_conjugate_views_are_refused_where_they_would_be_ignored():
     resolved = c.resolve_conj()
     got = la.matmul(a, a, resolved, beta=1.0, execution="cpu")
     torch.testing.assert_close(got, a @ a + resolved)
+
+
+def test_planned_objects_are_not_copied_and_freed_ones_take_no_values():
+    """Fuzz findings F07 and F10: pickling or copying a planned object raised ctypes' own
+    errors; ``Matmul.alpha`` was accepted after ``free()``."""
+    import copy
+    import pickle
+
+    from cuweave._internal.errors import InvalidStateError
+    from cuweave._internal.lifecycle import NotCopyableError
+
+    f = F.FFT(np.ones(8, complex), execution="cpu")
+    f.plan()
+    m = la.Matmul(np.ones((2, 2)), np.ones((2, 2)), execution="cpu")
+    for obj in (f, m):
+        for how in (pickle.dumps, copy.deepcopy, copy.copy):
+            with pytest.raises(NotCopyableError, match="cannot be pickled or copied") as info:
+                how(obj)
+            assert isinstance(info.value, TypeError)
+    m.free()
+    for name in ("alpha", "beta"):
+        with pytest.raises(InvalidStateError, match=rf"Matmul\.{name}\(\) cannot be called "
+                                                     "after free"):
+            setattr(m, name, 2.0)
+    f.free()
