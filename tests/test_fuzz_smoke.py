@@ -77,19 +77,9 @@ KNOWN = {
             and "shape" in m and _c_has_extra_dims(c)),
     "F13": ("empty DLPack operands raise an untyped ValueError",
             lambda c, cat, m: cat == "untyped-error" and "multiple of element size" in m),
-    "F14": ("cuweave.fft.numpy refuses lists and Python scalars (item 7)",
-            lambda c, cat, m: _np_operand(c, ("list", "scalar"))
-            and cat in ("refused-valid", "error-mismatch")),
     "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
             lambda c, cat, m: c["target"] in ("npfft", "scipy")
             and "at least one dimension" in m),
-    "F16": ("cuweave.fft.numpy (and the scipy backend serving NumPy arrays) computes "
-            "zero-length transforms NumPy/SciPy refuse (item 7)",
-            lambda c, cat, m: cat == "accepts-invalid"
-            and ("Invalid number of FFT data points (0)" in m  # NumPy's words
-                 or "invalid number of data points ([0])" in m)),  # SciPy's
-    "F17": ("cuweave.fft.numpy accepts out= of a dtype NumPy's casting refuses (item 7)",
-            lambda c, cat, m: cat == "accepts-invalid" and "same_kind" in m),
     "F18": ("cuweave.fft.numpy refuses repeated axes that NumPy transforms twice",
             lambda c, cat, m: cat == "refused-valid" and "axes must be unique" in m),
     "F19": ("cuweave.fft.numpy: precision and dtype of results differ from NumPy's "
