@@ -75,8 +75,6 @@ KNOWN = {
     "F12": ("a c with more leading dimensions than the product is returned without them",
             lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
             and "shape" in m and _c_has_extra_dims(c)),
-    "F13": ("empty DLPack operands raise an untyped ValueError",
-            lambda c, cat, m: cat == "untyped-error" and "multiple of element size" in m),
     "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
             lambda c, cat, m: c["target"] in ("npfft", "scipy")
             and "at least one dimension" in m),

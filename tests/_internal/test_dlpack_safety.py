@@ -113,3 +113,11 @@ def test_planned_objects_are_not_copied_and_freed_ones_take_no_values():
                                                      "after free"):
             setattr(m, name, 2.0)
     f.free()
+
+
+def test_empty_dlpack_operand_at_an_odd_address_gets_the_typed_error():
+    """Fuzz finding F13: a size-0 DLPack operand whose address is not a multiple of its item
+    size raised NumPy's untyped "buffer size must be a multiple of element size"."""
+    a = np.ndarray((4, 0), np.float32, buffer=bytearray(18), offset=2)
+    with pytest.raises(InvalidOperandError, match="must not have empty dimensions"):
+        la.matmul(Producer(a), Producer(np.ones((0, 2), np.float32)), execution="cpu")
