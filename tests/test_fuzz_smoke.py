@@ -64,9 +64,6 @@ def _np_operand(case, pkgs):
 
 #: id -> (what it is, predicate on (case, category, message)); docs/fuzz-findings.md#<id>
 KNOWN = {
-    "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
-            lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
-            and "assignment destination is read-only" in m),
     "F06": ("one planned object shared by threads returns another thread's result (item 13)",
             lambda c, cat, m: cat == "thread-race"),
     "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",

@@ -121,3 +121,16 @@ def test_empty_dlpack_operand_at_an_odd_address_gets_the_typed_error():
     a = np.ndarray((4, 0), np.float32, buffer=bytearray(18), offset=2)
     with pytest.raises(InvalidOperandError, match="must not have empty dimensions"):
         la.matmul(Producer(a), Producer(np.ones((0, 2), np.float32)), execution="cpu")
+
+
+def test_cached_plan_checks_a_read_only_in_place_target_again():
+    """Fuzz finding F03 (issue 33 item 11): a plan-cache hit skipped the in-place checks, so a
+    read-only ``c`` was refused on the first call and written (or failed untyped) after."""
+    frozen = np.frombuffer(np.zeros(4).tobytes(), np.float64).reshape(2, 2)
+    for make in (lambda x: x, Producer):
+        one = make(np.ones((2, 2)))
+        inplace = {"beta": 1.0, "options": {"inplace": True}, "execution": "cpu"}
+        la.matmul(one, one, c=make(np.zeros((2, 2))), **inplace)  # the plan is cached
+        with pytest.raises(InvalidOperandError, match="c must be writable"):
+            la.matmul(one, one, c=make(frozen), **inplace)
+    assert frozen.tolist() == [[0.0, 0.0], [0.0, 0.0]]

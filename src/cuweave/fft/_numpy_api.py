@@ -397,6 +397,9 @@ def _check_out(out, r) -> None:
     dtype = getattr(out, "dtype", None)
     if dtype is None:
         return  # not an array: _finish reports it
+    if tuple(out.shape) != tuple(r.out_shape):  # NumPy checks the shape before the dtype
+        raise InvalidOperandError(
+            f"out must have the result's shape {tuple(r.out_shape)}, got {tuple(out.shape)}")
     try:
         target = np.dtype(str(dtype).replace("torch.", ""))
     except TypeError:
