@@ -69,9 +69,6 @@ KNOWN = {
     "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",
             lambda c, cat, m: c["target"] == "huge" and cat == "untyped-error"
             and "MemoryError" in m),
-    "F12": ("a c with more leading dimensions than the product is returned without them",
-            lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
-            and "shape" in m and _c_has_extra_dims(c)),
     "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
             lambda c, cat, m: c["target"] in ("npfft", "scipy")
             and "at least one dimension" in m),

@@ -182,16 +182,17 @@ def test_numpy_valid_layouts_on_the_cpu(name, a, b):
 
 
 @pytest.mark.parametrize("inplace", [False, True])
-def test_c_with_a_leading_unit_axis_and_2d_operands(inplace):
+def test_c_with_more_batch_axes_than_the_product_is_refused(inplace):
+    """nvmath-python's rule (issue 33 item 14, fuzz finding F12): C's batch dimensions must be
+    the product's; a (1, M, N) c with 2-D a and b was once returned as (M, N) (NumPy would
+    give (1, M, N)), now it is refused before any work, c untouched."""
     rng = np.random.default_rng(20)
     a, b, c = rand(rng, (4, 3)), rand(rng, (3, 5)), rand(rng, (1, 4, 5))
-    want = (a.astype(np.float64) @ b) + 0.5 * c[0]
-    got = matmul(a, b, c, beta=0.5, options={"inplace": inplace}, **CPU)
-    if inplace:
-        assert got is c
-        assert rel_l2(c[0], want) < TOL["float32"]
-    else:
-        assert rel_l2(np.reshape(got, (4, 5)), want) < TOL["float32"]
+    keep = c.copy()
+    with pytest.raises(InvalidOperandError, match=r"^The batch dimension of operand C \(1,\) "
+                                                  r"must match with that of the other operands"):
+        matmul(a, b, c, beta=0.5, options={"inplace": inplace}, **CPU)
+    np.testing.assert_array_equal(c, keep)
 
 
 # ---- aux inputs --------------------------------------------------------------------------

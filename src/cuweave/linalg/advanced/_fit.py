@@ -6,8 +6,9 @@ layout is NumPy-valid but not expressible (batches of F-ordered matrices, batch 
 stride addresses such as ``(2, 1, M, K) @ (3, K, N)``, an order BGRAD refuses) the operand is
 computed on a dense copy: host operands in their staged array (the copy made when the operand
 is bound, :func:`stage`), device operands by a copy on each run's stream
-(``Adapter.dense_copy``: torch or CuPy). A ``c`` with leading unit axes beyond the operands'
-batch (``(1, M, N)`` for 2-D operands) is a view. Copies are size-checked first.
+(``Adapter.dense_copy``: torch or CuPy). A ``c`` with more batch axes than the product is
+refused, as nvmath-python refuses it (the result cannot take them). Copies are size-checked
+first.
 
 A :class:`Fit` records the decision; :func:`fit_layouts` makes it at construction time and
 :func:`fit_bgrad_layout` revises it at plan time. Neither changes its input.
@@ -210,11 +211,6 @@ def fit_layouts(ops, *, host, can_copy, conj, inplace, fp8, log) -> Fit:
     ``can_copy``: device operands may be copied per run (torch, CuPy; CUDA execution)."""
     lay = _Layouts(ops, host, conj, inplace, fp8)
     copies = {}
-    nb = max(len(ops["a"].shape), len(ops["b"].shape), 2) - 2
-    c = ops.get("c")
-    extra = len(c.shape) - 2 - nb if c is not None else 0
-    if host and extra > 0 and all(n == 1 for n in c.shape[:extra]):
-        copies["c"] = lambda x, e=extra: x.reshape(x.shape[e:])
     try:
         return Fit(copies, {}, lay.problem(copies, {}))
     except UnsupportedLayoutError as e:

@@ -389,7 +389,9 @@ def _analyze_c(c_shape, c_strides, M, N, batch_shape, inplace):
             c_shape[:-2] and tuple(np.broadcast_shapes(c_shape[:-2], batch_shape))
             != batch_shape):
         raise InvalidOperandError(
-            f"c batch shape must broadcast to {batch_shape}, got {c_shape[:-2]}")
+            f"The batch dimension of operand C {tuple(c_shape[:-2])} must match with that of "
+            f"the other operands {tuple(batch_shape)}: c batch shape must broadcast to "
+            f"{batch_shape} (the result's), got {tuple(c_shape[:-2])}")
     c_bcast, c_orient, c_bs = c_shape[-1] != N, None, 0
     if c_bcast:
         return c_bcast, c_orient, c_bs
