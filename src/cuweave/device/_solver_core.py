@@ -192,34 +192,56 @@ class Solver(KernelObject):
         register_kernel_type(Solver)
 
     # ----- knobs ------------------------------------------------------------------------------
-    function = property(lambda self: self._spec.function)
-    size = property(lambda self: self._spec.size, doc="``(m, n, k)``.")
-    m = property(lambda self: self._spec.size[0])
-    n = property(lambda self: self._spec.size[1])
-    k = property(lambda self: self._spec.size[2])
-    execution = property(lambda self: self._spec.execution)
-    transpose_mode = property(lambda self: self._spec.transpose_mode)
-    side = property(lambda self: self._spec.side)
-    diag = property(lambda self: self._spec.diag)
-    fill_mode = property(lambda self: self._spec.fill_mode)
-    job = property(lambda self: self._spec.job)
-    data_type = property(lambda self: self._resolved.data_type)
+    function = property(lambda self: self._spec.function,
+                        doc="The cuSOLVERDx function, e.g. ``'potrf'``.")
+    size = property(lambda self: self._spec.size,
+                    doc="``(M, N, K)``: the problem size, completed to 3 values.")
+    m = property(lambda self: self._spec.size[0],
+                 doc="M, the first value of :attr:`size` (rows of A for most functions).")
+    n = property(lambda self: self._spec.size[1],
+                 doc="N, the second value of :attr:`size` (columns of A for most functions).")
+    k = property(lambda self: self._spec.size[2],
+                 doc="K, the third value of :attr:`size` (right-hand sides, columns of B, or "
+                     "reflectors).")
+    execution = property(lambda self: self._spec.execution, doc="``'Block'`` or ``'Thread'``.")
+    transpose_mode = property(lambda self: self._spec.transpose_mode,
+                              doc="``'non_transposed'``, ``'transposed'`` or "
+                                  "``'conj_transposed'``; None where not given.")
+    side = property(lambda self: self._spec.side,
+                    doc="``'left'`` or ``'right'``; None where not given.")
+    diag = property(lambda self: self._spec.diag,
+                    doc="``'unit'`` or ``'non_unit'``; None where not given.")
+    fill_mode = property(lambda self: self._spec.fill_mode,
+                         doc="``'lower'`` or ``'upper'``; None where not given.")
+    job = property(lambda self: self._spec.job,
+                   doc="The eigenvalue job (``heev``, ``htev``), e.g. ``'no_vectors'``; None "
+                       "where not given.")
+    data_type = property(lambda self: self._resolved.data_type,
+                         doc="``'real'`` or ``'complex'``.")
     arrangement = property(lambda self: self._resolved.arrangement,
-                           doc="``(A's, B's)`` storage order.")
-    a_arrangement = property(lambda self: self._resolved.arrangement[0])
-    b_arrangement = property(lambda self: self._resolved.arrangement[1])
+                           doc="``(A's, B's)`` storage order, each ``'col_major'`` or "
+                               "``'row_major'``.")
+    a_arrangement = property(lambda self: self._resolved.arrangement[0],
+                             doc="Storage order of A: ``'col_major'`` or ``'row_major'``.")
+    b_arrangement = property(lambda self: self._resolved.arrangement[1],
+                             doc="Storage order of B: ``'col_major'`` or ``'row_major'``.")
     leading_dimensions = property(lambda self: self._resolved.leading_dimensions,
-                                  doc="``(lda, ldb)`` (0 where the function has no such "
-                                      "matrix).")
-    lda = property(lambda self: self._resolved.leading_dimensions[0])
-    ldb = property(lambda self: self._resolved.leading_dimensions[1])
+                                  doc="``(lda, ldb)``, the compile-time leading dimensions in "
+                                      "elements (0 where the function has no such matrix).")
+    lda = property(lambda self: self._resolved.leading_dimensions[0],
+                   doc="Compile-time leading dimension of A, in elements.")
+    ldb = property(lambda self: self._resolved.leading_dimensions[1],
+                   doc="Compile-time leading dimension of B, in elements (0 where the "
+                       "function has no B).")
 
     @property
     def precision(self):
+        """``numpy.float32`` or ``numpy.float64``: the precision of the computation."""
         return np.dtype(self._spec.precision).type
 
     @property
     def sm(self) -> ComputeCapability:
+        """Target compute capability, a ``ComputeCapability`` such as ``(9, 0)``."""
         return ComputeCapability(self._spec.sm // 100, (self._spec.sm // 10) % 10)
 
     @property
@@ -237,6 +259,7 @@ class Solver(KernelObject):
 
     @property
     def block_size(self) -> int | None:
+        """Threads per block, ``x * y * z`` of :attr:`block_dim`; None for Thread solvers."""
         if self.block_dim is None:
             return None
         x, y, z = self.block_dim
@@ -249,6 +272,8 @@ class Solver(KernelObject):
 
     @property
     def value_type(self):
+        """NumPy type of the matrix elements: ``float32``, ``float64``, ``complex64`` or
+        ``complex128``."""
         return value_type_of(self._spec.precision, self.data_type)
 
     info_type = property(lambda self: np.int32, doc="Type of ``info`` (int32).")
@@ -261,7 +286,20 @@ class Solver(KernelObject):
         return execute_code(self._resolved, dynamic_ld)
 
     def execute(self, *args):
-        """Only callable inside a numba kernel (see the class notes)."""
+        """Call the device function (only inside a ``@cuda.jit`` kernel; see the Notes).
+
+        Parameters
+        ----------
+        *args : arrays and ints
+            The function's arguments in cuSOLVERDx's order: arrays in shared memory
+            (``value_type`` elements; ``int32`` for ``info`` and ``ipiv``) and, for the
+            run-time leading-dimension form, each matrix followed by its leading dimension,
+            e.g. ``execute(a, info)`` or ``execute(a, lda, info)`` for ``potrf``.
+
+        Notes
+        -----
+        On the host it raises RuntimeError.
+        """
         raise RuntimeError("Solver.execute is a device function: call it inside a @cuda.jit "
                            "kernel")
 
@@ -292,12 +330,31 @@ class Solver(KernelObject):
 
 def compile_solver_execute(solver: Solver, code_type=None,
                            execution_api: str = "compiled_leading_dim"):
-    """nvmath-python's ``compile_solver_execute``: ``(code, symbol)`` of ``solver``'s device
-    function, ``code`` having ``.data`` (the LTO-IR bytes) and ``.code_type``.
+    """Generate the LTO-IR of a solver's device function, to link into kernels of one's own
+    (nvmath-python's ``compile_solver_execute``).
 
-    ``execution_api`` is ``'compiled_leading_dim'`` or ``'runtime_leading_dim'``; a
-    ``code_type`` (an object with ``cc``, e.g. :class:`~cuweave.device.CodeType`) must match
-    the solver's ``sm``.
+    Parameters
+    ----------
+    solver : Solver
+        The function to compile.
+    code_type : CodeType, optional
+        The target: an object with ``cc`` (e.g. :class:`~cuweave.device.CodeType`) whose
+        compute capability must be the solver's ``sm``, of kind ``'lto'``. Default: the
+        solver's ``sm``.
+    execution_api : {'compiled_leading_dim', 'runtime_leading_dim'}, optional
+        The form of the function: leading dimensions fixed at compile time (the solver's
+        ``lda``, ``ldb``) or passed as arguments after each matrix. Default
+        ``'compiled_leading_dim'``.
+
+    Returns
+    -------
+    tuple
+        ``(code, symbol)``: ``code`` has ``code_type`` and ``data`` (the LTO-IR bytes);
+        ``symbol`` is the device function's mangled name to declare and call.
+
+    Notes
+    -----
+    The code goes to the disk cache; generating it needs libmathdx (and NVRTC) but no GPU.
     """
     from .common_cuda import CodeType
 
