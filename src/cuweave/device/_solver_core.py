@@ -22,7 +22,7 @@ import numpy as np
 
 from .._internal.errors import InvalidOptionError
 from .._internal.logging import get_logger
-from . import _cache
+from . import _cache, _solver_docs
 from ._kernel_object import KernelObject, register_kernel_type
 from ._solver_options import SolverSpec
 from .common_cuda import ComputeCapability, Dim3
@@ -132,30 +132,55 @@ _KERNEL_ATTRIBUTES = frozenset({
 })
 
 
+@_solver_docs.fill
 class Solver(KernelObject):
     """One cuSOLVERDx device function (``potrf``, ``getrs_partial_pivot``, ``gels``, ...).
 
     Parameters
     ----------
     function : str
-        One of :data:`cuweave.device._solver_options.FUNCTIONS` (nvmath-python's names).
+        The cuSOLVERDx function, by nvmath-python's name: ``'potrf'``, ``'potrs'``,
+        ``'posv'`` (Cholesky), ``'getrf_no_pivot'``, ``'getrs_no_pivot'``,
+        ``'gesv_no_pivot'``, ``'getrf_partial_pivot'``, ``'getrs_partial_pivot'``,
+        ``'gesv_partial_pivot'`` (LU), ``'geqrf'``, ``'unmqr'``, ``'ungqr'``, ``'gelqf'``,
+        ``'unmlq'``, ``'unglq'`` (QR, LQ), ``'trsm'`` (triangular solve), ``'gels'`` (least
+        squares), ``'gtsv_no_pivot'`` (tridiagonal solve), ``'htev'`` and ``'heev'``
+        (eigenvalues).
     size : sequence of 1 to 3 ints
-        ``(M,)`` (as ``(M, M, 1)``), ``(M, N)`` (as ``(M, N, 1)``) or ``(M, N, K)``.
-    precision : numpy.float32 or numpy.float64
-    execution : {'Block', 'Thread'}
-        One thread block per ``batches_per_block`` problems, or one thread per problem.
-    sm : int or ComputeCapability, optional
-        Target architecture; default: the current device's (given, no GPU is needed).
-    arrangement : 1 or 2 of 'col_major'/'row_major', optional
-        Storage order of A and B (default column-major).
-    transpose_mode, side, diag, fill_mode, job : str, optional
-        Where the function takes them (``fill_mode`` for Cholesky and ``trsm``, ...).
-    batches_per_block : int or 'suggested', optional
-        Problems per block (Block execution; default 1).
-    data_type : {'real', 'complex'}, optional
-    leading_dimensions : 1 or 2 ints, optional
-        ``(lda, ldb)``; default: the rows of column-major and columns of row-major matrices.
-    block_dim : 1 to 3 ints or 'suggested', optional
+        ``(M,)`` (as ``(M, M, 1)``), ``(M, N)`` (as ``(M, N, 1)``) or ``(M, N, K)``; what M,
+        N and K count depends on the function (cuSOLVERDx's documentation of it says).
+    %(precision)s
+    %(execution)s
+    %(sm)s
+    arrangement : sequence of 1 or 2 of {'col_major', 'row_major'}, optional
+        Storage order of A and of B in shared memory, ``(arr_a, arr_b)``; one value sets A's
+        only. Default ``('col_major', 'col_major')``.
+    transpose_mode : {'non_transposed', 'transposed', 'conj_transposed'}, optional
+        The operation ``op`` applied to A (Q for ``unmqr``, ``unmlq``): none, ``A^T`` or
+        ``A^H``. Taken by the LU functions, ``geqrf``, ``gelqf``, ``unmqr``, ``unmlq``,
+        ``trsm`` and ``gels`` (the factorizations ``getrf_*``, ``geqrf`` and ``gelqf`` only
+        as ``'non_transposed'``), refused by the others; default: cuSOLVERDx's,
+        ``'non_transposed'``.
+    side : {'left', 'right'}, optional
+        Where A (or Q) stands in the product or the solve; required by ``unmqr``,
+        ``unmlq`` and ``trsm``, refused by the others.
+    diag : {'non_unit', 'unit'}, optional
+        Whether A's diagonal is read or taken as ones; required by ``trsm``, refused by the
+        others.
+    fill_mode : {'lower', 'upper'}, optional
+        The triangle of A that is read (and written); required by the Cholesky functions,
+        ``trsm`` and ``heev``, refused by the others.
+    %(batches_per_block)s
+    %(data_type)s
+    leading_dimensions : sequence of 1 or 2 ints, optional
+        ``(lda, ldb)``, the compile-time leading dimensions, in elements, of A and of B; one
+        value sets ``lda`` only. Default: the rows of a column-major matrix, the columns of a
+        row-major one. The run-time form of ``execute`` takes them as arguments instead.
+    %(block_dim)s
+    job : str, optional
+        What the eigenvalue functions compute: ``'no_vectors'``, ``'all_vectors'`` or
+        ``'multiply_vectors'`` for ``htev``, ``'no_vectors'`` or ``'overwrite_vectors'``
+        for ``heev``; refused by the others.
 
     Notes
     -----

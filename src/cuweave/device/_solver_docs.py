@@ -161,9 +161,14 @@ _LDA = """lda : int, optional
 _LDB = """ldb : int, optional
     Run-time leading dimension of B, in elements; default: the compile-time ``ldb``."""
 
-_INFO = """info : array of int32
-    ``info_shape`` entries, one per problem of the block (``info[i]`` for problem ``i``),
-    set on exit: 0 on success, else ``j > 0`` (see below)."""
+
+
+def _info(when: str) -> str:
+    """The ``info`` entry of a device method whose failures are ``when`` (``j`` is 1-based)."""
+    text = ("``info_shape`` entries, one per problem of the block (``info[i]`` for problem "
+            f"``i``), set on exit to 0 on success, or to ``j > 0`` when {when}")
+    return "info : array of int32\n" + textwrap.fill(
+        text, 88, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
 
 _TAU_OF_A = """tau : array in shared memory
     ``tau_size`` entries (``tau_shape``, ``tau_type``), set on exit to the scalar factors
@@ -179,9 +184,8 @@ Parameters
 a : array in shared memory
     The block's matrices A (``a_shape``, strides ``a_strides()``, ``value_type``). On exit
     the ``fill_mode`` triangle holds L or U; the other triangle is not referenced.
-{_INFO}
-    ``j > 0``: the leading minor of order ``j`` is not positive definite, and the
-    factorization could not be completed.
+{_info("the leading minor of order ``j`` is not positive definite (the factorization "
+        "could not be completed).")}
 {_LDA}
 """,
     "CholeskySolver.solve": f"""
@@ -205,8 +209,7 @@ Parameters
 a : array in shared memory
     The block's matrices A (``a_shape``, strides ``a_strides()``, ``value_type``),
     overwritten by L (strictly below the diagonal) and U.
-{_INFO}
-    ``j > 0``: ``U(j, j)`` is exactly zero (1-based), so U is singular.
+{_info("``U(j, j)`` is exactly zero: U is singular.")}
 {_LDA}
 """,
     "LUSolver.solve": f"""
@@ -235,8 +238,7 @@ a : array in shared memory
 ipiv : array of int32
     ``ipiv_size`` entries (``ipiv_shape``), set on exit to the 1-based pivots of each
     problem: its row ``i`` was interchanged with row ``ipiv[i] - 1``.
-{_INFO}
-    ``j > 0``: ``U(j, j)`` is exactly zero (1-based), so U is singular.
+{_info("``U(j, j)`` is exactly zero: U is singular.")}
 {_LDA}
 """,
     "LUPivotSolver.solve": f"""
