@@ -1,9 +1,12 @@
 """Docstring pieces shared by the cuSOLVERDx classes (:mod:`.cusolverdx`, :mod:`._solver_core`).
 
 The constructors of the specialised solvers take the same knobs (precision, execution, sm,
-batches per block, ...). Their numpydoc ``Parameters`` entries are written once here and put
-into a class's docstring by :func:`fill`, where the docstring says ``%(name)s`` on a line of
-its own (indented like the other entries). Only documentation lives here: nothing is checked.
+batches per block, ...). Their numpydoc ``Parameters`` entries are written once here
+(``ENTRIES``) and put into a class's docstring by ``fill``, where the docstring says
+``%(name)s`` on a line of its own (indented like the other entries). The constructor
+parameters that several classes share whole (``LU_PARAMETERS``, ...) and the docstrings of
+the device methods (``METHODS``) live here too, keeping :mod:`.cusolverdx` to its code. Only
+documentation lives here: nothing is checked.
 """
 
 from __future__ import annotations
@@ -334,6 +337,33 @@ ldb : int, optional
     ``ldb``.
 """,
 }
+
+
+_OPERAND_NAMES = {"a": "A", "b": "B", "c": "C", "bx": "the B/X buffer"}
+
+
+def operand_helpers(operand: str, ld_name: str, index: int) -> tuple[str, str]:
+    """Docstrings of ``<operand>_strides`` and ``<operand>_size`` (keyword ``ld_name``; the
+    compile-time value is ``leading_dimensions[index]``)."""
+    what = _OPERAND_NAMES[operand]
+    ld_entry = (f"{ld_name} : int, optional\n"
+                f"    Leading dimension of {what}, in elements, to lay it out with (a run-time "
+                f"one, as\n    given to the device methods); default: the compile-time one, "
+                f"``leading_dimensions[{index}]``.")
+    strides = (
+        f"Strides, in elements, of {what} in shared memory: ``(batch, row, column)``.\n\n"
+        f"Column-major: ``({ld_name} * columns, 1, {ld_name})``; row-major: "
+        f"``({ld_name} * rows, {ld_name}, 1)``\n(rows and columns from "
+        f"``{operand}_shape``). Inside a kernel too.\n\n"
+        f"Parameters\n----------\n{ld_entry}\n\n"
+        f"Returns\n-------\ntuple of 3 ints\n    The strides of the problem (batch), row "
+        f"and column dimensions.\n")
+    size = (
+        f"Elements of shared memory holding {what} for all problems of the block.\n\n"
+        f"That is ``{operand}_strides()[0] * batches_per_block``. Inside a kernel too.\n\n"
+        f"Parameters\n----------\n{ld_entry}\n\n"
+        f"Returns\n-------\nint\n    The size in elements (of ``value_type``), not bytes.\n")
+    return strides, size
 
 
 def fill(cls):

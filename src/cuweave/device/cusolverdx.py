@@ -193,9 +193,6 @@ class _SolverAPI(KernelObject):
         return f"{type(self).__name__}({self._source!r})"
 
 
-_OPERAND_NAMES = {"a": "A", "b": "B", "c": "C", "bx": "the B/X buffer"}
-
-
 def _keyword_signature(*names: str, keyword_only=()) -> inspect.Signature:
     """``(self, names..., *, keyword_only=None...)``: the signature a method documents (its
     code takes ``*args, **kwargs``)."""
@@ -208,32 +205,15 @@ def _keyword_signature(*names: str, keyword_only=()) -> inspect.Signature:
 def _operand_methods(cls):
     """``<operand>_strides(*, ld=None)`` and ``<operand>_size(*, ld=None)`` on the host for each
     of ``cls._OPERANDS`` (inside kernels the same names are device functions)."""
-    for operand, (ld_name, _) in cls._OPERANDS.items():
+    for operand, (ld_name, index) in cls._OPERANDS.items():
         def strides(self, *, _op=operand, _ld=ld_name, **kw):
             return self._operand_strides(_op, _take(kw, _ld))
 
         def size(self, *, _op=operand, _ld=ld_name, **kw):
             return self._operand_size(_op, _take(kw, _ld))
 
-        what = _OPERAND_NAMES[operand]
-        ld_entry = (f"{ld_name} : int, optional\n"
-                    f"    Leading dimension of {what}, in elements; default: the compile-time "
-                    f"``{ld_name}``\n    (a run-time one, as given to the device methods).")
         strides.__name__, size.__name__ = f"{operand}_strides", f"{operand}_size"
-        strides.__doc__ = (
-            f"Strides, in elements, of {what} in shared memory: ``(batch, row, column)``.\n\n"
-            f"Column-major: ``({ld_name} * columns, 1, {ld_name})``; row-major: "
-            f"``({ld_name} * rows, {ld_name}, 1)``\n(rows and columns from "
-            f"``{operand}_shape``). Inside a kernel too.\n\n"
-            f"Parameters\n----------\n{ld_entry}\n\n"
-            f"Returns\n-------\ntuple of 3 ints\n    The strides of the problem (batch), row "
-            f"and column dimensions.\n")
-        size.__doc__ = (
-            f"Elements of shared memory holding {what} for all problems of the block.\n\n"
-            f"That is ``{operand}_strides()[0] * batches_per_block``. Inside a kernel too.\n\n"
-            f"Parameters\n----------\n{ld_entry}\n\n"
-            f"Returns\n-------\nint\n    The size in elements (of ``value_type``), not "
-            f"bytes.\n")
+        strides.__doc__, size.__doc__ = _solver_docs.operand_helpers(operand, ld_name, index)
         strides.__signature__ = size.__signature__ = _keyword_signature(keyword_only=(ld_name,))
         setattr(cls, strides.__name__, strides)
         setattr(cls, size.__name__, size)
@@ -247,8 +227,6 @@ def _take(kw: dict, ld_name: str):
     return kw.get(ld_name)
 
 
-
-
 def _device_only(cls_methods: dict, name: str, lds: tuple, doc: str):
     """The host stand-in of device method ``name``: it carries the method's documentation
     (``doc`` and the signature of ``cls_methods[name]``'s parameters, then ``lds`` by keyword)
@@ -260,8 +238,6 @@ def _device_only(cls_methods: dict, name: str, lds: tuple, doc: str):
     method.__doc__ = doc.strip("\n") + "\n" + _solver_docs.DEVICE_NOTE
     method.__signature__ = _keyword_signature(*cls_methods[name][1], keyword_only=lds)
     return method
-
-
 
 
 class _LinearSolver(_SolverAPI):
@@ -371,8 +347,6 @@ class _LU(_LinearSolver):
                               doc="``op`` of ``solve``: ``'non_transposed'`` (A X = B), "
                                   "``'transposed'`` (A^T X = B) or ``'conj_transposed'`` "
                                   "(A^H X = B).")
-
-
 
 
 @_operand_methods
@@ -519,8 +493,6 @@ class TriangularSolver(_SolverAPI):
                              _solver_docs.METHODS["TriangularSolver.solve"])
 
 
-
-
 class _Orthogonal(_SolverAPI):
     """Householder QR/LQ factorization of A (M x N) with ``min(M, N)`` scalars ``tau``."""
 
@@ -559,8 +531,6 @@ class _Orthogonal(_SolverAPI):
                            doc="``(min(M, N), 1)``, in elements.")
     tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1],
                         doc="Elements holding the ``tau`` of all problems of a block.")
-
-
 
 
 @_operand_methods
@@ -648,8 +618,6 @@ class _Multiply(_SolverAPI):
                         doc="Elements holding the ``tau`` of all problems of a block.")
     multiply = _device_only(_METHODS, "multiply", ("lda", "ldc"),
                              _solver_docs.METHODS["_Multiply.multiply"])
-
-
 
 
 @_operand_methods
