@@ -63,7 +63,6 @@ nitpick_ignore = [
     ("py:class", "cuweave._internal.lifecycle.StatefulObject"),  # linalg.advanced.matmul
     # new engines merged from main (cuweave.tensor, the device solvers): their helpers fix
     # these, and the lead deletes the entries
-    ("py:data", "cuweave.device._solver_options.FUNCTIONS"),  # device.Solver
     ("py:mod", "_cpu"),  # tensor.contraction
     ("py:mod", "_run"),  # tensor.contraction
     ("py:func", "_layout.operand_view"),  # tensor.contraction.Problem

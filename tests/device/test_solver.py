@@ -260,10 +260,11 @@ def test_functions_of_one_object_share_one_launch(cls, size, precision, bpb):
 def test_docstring_examples():
     import doctest
 
-    from cuweave.device import cusolverdx
+    from cuweave.device import _solver_core, cusolverdx
 
-    res = doctest.testmod(cusolverdx, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert res.attempted > 0 and res.failed == 0
+    for module in (cusolverdx, _solver_core):
+        res = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert res.attempted > 0 and res.failed == 0, module.__name__
 
 
 def test_nvmath_names():

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._internal.errors import InvalidOptionError
 from .._internal.logging import get_logger
-from . import _cache
+from . import _cache, _solver_docs
 from ._kernel_object import KernelObject, register_kernel_type
 from ._solver_options import SolverSpec
 from .common_cuda import ComputeCapability, Dim3
@@ -132,30 +132,55 @@ _KERNEL_ATTRIBUTES = frozenset({
 })
 
 
+@_solver_docs.fill
 class Solver(KernelObject):
     """One cuSOLVERDx device function (``potrf``, ``getrs_partial_pivot``, ``gels``, ...).
 
     Parameters
     ----------
     function : str
-        One of :data:`cuweave.device._solver_options.FUNCTIONS` (nvmath-python's names).
+        The cuSOLVERDx function, by nvmath-python's name: ``'potrf'``, ``'potrs'``,
+        ``'posv'`` (Cholesky), ``'getrf_no_pivot'``, ``'getrs_no_pivot'``,
+        ``'gesv_no_pivot'``, ``'getrf_partial_pivot'``, ``'getrs_partial_pivot'``,
+        ``'gesv_partial_pivot'`` (LU), ``'geqrf'``, ``'unmqr'``, ``'ungqr'``, ``'gelqf'``,
+        ``'unmlq'``, ``'unglq'`` (QR, LQ), ``'trsm'`` (triangular solve), ``'gels'`` (least
+        squares), ``'gtsv_no_pivot'`` (tridiagonal solve), ``'htev'`` and ``'heev'``
+        (eigenvalues).
     size : sequence of 1 to 3 ints
-        ``(M,)`` (as ``(M, M, 1)``), ``(M, N)`` (as ``(M, N, 1)``) or ``(M, N, K)``.
-    precision : numpy.float32 or numpy.float64
-    execution : {'Block', 'Thread'}
-        One thread block per ``batches_per_block`` problems, or one thread per problem.
-    sm : int or ComputeCapability, optional
-        Target architecture; default: the current device's (given, no GPU is needed).
-    arrangement : 1 or 2 of 'col_major'/'row_major', optional
-        Storage order of A and B (default column-major).
-    transpose_mode, side, diag, fill_mode, job : str, optional
-        Where the function takes them (``fill_mode`` for Cholesky and ``trsm``, ...).
-    batches_per_block : int or 'suggested', optional
-        Problems per block (Block execution; default 1).
-    data_type : {'real', 'complex'}, optional
-    leading_dimensions : 1 or 2 ints, optional
-        ``(lda, ldb)``; default: the rows of column-major and columns of row-major matrices.
-    block_dim : 1 to 3 ints or 'suggested', optional
+        ``(M,)`` (as ``(M, M, 1)``), ``(M, N)`` (as ``(M, N, 1)``) or ``(M, N, K)``; what M,
+        N and K count depends on the function (cuSOLVERDx's documentation of it says).
+    %(precision)s
+    %(execution)s
+    %(sm)s
+    arrangement : sequence of 1 or 2 of {'col_major', 'row_major'}, optional
+        Storage order of A and of B in shared memory, ``(arr_a, arr_b)``; one value sets A's
+        only. Default ``('col_major', 'col_major')``.
+    transpose_mode : {'non_transposed', 'transposed', 'conj_transposed'}, optional
+        The operation ``op`` applied to A (Q for ``unmqr``, ``unmlq``): none, ``A^T`` or
+        ``A^H``. Taken by the LU functions, ``geqrf``, ``gelqf``, ``unmqr``, ``unmlq``,
+        ``trsm`` and ``gels`` (the factorizations ``getrf_*``, ``geqrf`` and ``gelqf`` only
+        as ``'non_transposed'``), refused by the others; default: cuSOLVERDx's,
+        ``'non_transposed'``.
+    side : {'left', 'right'}, optional
+        Where A (or Q) stands in the product or the solve; required by ``unmqr``,
+        ``unmlq`` and ``trsm``, refused by the others.
+    diag : {'non_unit', 'unit'}, optional
+        Whether A's diagonal is read or taken as ones; required by ``trsm``, refused by the
+        others.
+    fill_mode : {'lower', 'upper'}, optional
+        The triangle of A that is read (and written); required by the Cholesky functions,
+        ``trsm`` and ``heev``, refused by the others.
+    %(batches_per_block)s
+    %(data_type)s
+    leading_dimensions : sequence of 1 or 2 ints, optional
+        ``(lda, ldb)``, the compile-time leading dimensions, in elements, of A and of B; one
+        value sets ``lda`` only. Default: the rows of a column-major matrix, the columns of a
+        row-major one. The run-time form of ``execute`` takes them as arguments instead.
+    %(block_dim)s
+    job : str, optional
+        What the eigenvalue functions compute: ``'no_vectors'``, ``'all_vectors'`` or
+        ``'multiply_vectors'`` for ``htev``, ``'no_vectors'`` or ``'overwrite_vectors'``
+        for ``heev``; refused by the others.
 
     Notes
     -----
@@ -192,34 +217,56 @@ class Solver(KernelObject):
         register_kernel_type(Solver)
 
     # ----- knobs ------------------------------------------------------------------------------
-    function = property(lambda self: self._spec.function)
-    size = property(lambda self: self._spec.size, doc="``(m, n, k)``.")
-    m = property(lambda self: self._spec.size[0])
-    n = property(lambda self: self._spec.size[1])
-    k = property(lambda self: self._spec.size[2])
-    execution = property(lambda self: self._spec.execution)
-    transpose_mode = property(lambda self: self._spec.transpose_mode)
-    side = property(lambda self: self._spec.side)
-    diag = property(lambda self: self._spec.diag)
-    fill_mode = property(lambda self: self._spec.fill_mode)
-    job = property(lambda self: self._spec.job)
-    data_type = property(lambda self: self._resolved.data_type)
+    function = property(lambda self: self._spec.function,
+                        doc="The cuSOLVERDx function, e.g. ``'potrf'``.")
+    size = property(lambda self: self._spec.size,
+                    doc="``(M, N, K)``: the problem size, completed to 3 values.")
+    m = property(lambda self: self._spec.size[0],
+                 doc="M, the first value of :attr:`size` (rows of A for most functions).")
+    n = property(lambda self: self._spec.size[1],
+                 doc="N, the second value of :attr:`size` (columns of A for most functions).")
+    k = property(lambda self: self._spec.size[2],
+                 doc="K, the third value of :attr:`size` (right-hand sides, columns of B, or "
+                     "reflectors).")
+    execution = property(lambda self: self._spec.execution, doc="``'Block'`` or ``'Thread'``.")
+    transpose_mode = property(lambda self: self._spec.transpose_mode,
+                              doc="``'non_transposed'``, ``'transposed'`` or "
+                                  "``'conj_transposed'``; None where not given.")
+    side = property(lambda self: self._spec.side,
+                    doc="``'left'`` or ``'right'``; None where not given.")
+    diag = property(lambda self: self._spec.diag,
+                    doc="``'unit'`` or ``'non_unit'``; None where not given.")
+    fill_mode = property(lambda self: self._spec.fill_mode,
+                         doc="``'lower'`` or ``'upper'``; None where not given.")
+    job = property(lambda self: self._spec.job,
+                   doc="The eigenvalue job (``heev``, ``htev``), e.g. ``'no_vectors'``; None "
+                       "where not given.")
+    data_type = property(lambda self: self._resolved.data_type,
+                         doc="``'real'`` or ``'complex'``.")
     arrangement = property(lambda self: self._resolved.arrangement,
-                           doc="``(A's, B's)`` storage order.")
-    a_arrangement = property(lambda self: self._resolved.arrangement[0])
-    b_arrangement = property(lambda self: self._resolved.arrangement[1])
+                           doc="``(A's, B's)`` storage order, each ``'col_major'`` or "
+                               "``'row_major'``.")
+    a_arrangement = property(lambda self: self._resolved.arrangement[0],
+                             doc="Storage order of A: ``'col_major'`` or ``'row_major'``.")
+    b_arrangement = property(lambda self: self._resolved.arrangement[1],
+                             doc="Storage order of B: ``'col_major'`` or ``'row_major'``.")
     leading_dimensions = property(lambda self: self._resolved.leading_dimensions,
-                                  doc="``(lda, ldb)`` (0 where the function has no such "
-                                      "matrix).")
-    lda = property(lambda self: self._resolved.leading_dimensions[0])
-    ldb = property(lambda self: self._resolved.leading_dimensions[1])
+                                  doc="``(lda, ldb)``, the compile-time leading dimensions in "
+                                      "elements (0 where the function has no such matrix).")
+    lda = property(lambda self: self._resolved.leading_dimensions[0],
+                   doc="Compile-time leading dimension of A, in elements.")
+    ldb = property(lambda self: self._resolved.leading_dimensions[1],
+                   doc="Compile-time leading dimension of B, in elements (0 where the "
+                       "function has no B).")
 
     @property
     def precision(self):
+        """``numpy.float32`` or ``numpy.float64``: the precision of the computation."""
         return np.dtype(self._spec.precision).type
 
     @property
     def sm(self) -> ComputeCapability:
+        """Target compute capability, a ``ComputeCapability`` such as ``(9, 0)``."""
         return ComputeCapability(self._spec.sm // 100, (self._spec.sm // 10) % 10)
 
     @property
@@ -237,6 +284,7 @@ class Solver(KernelObject):
 
     @property
     def block_size(self) -> int | None:
+        """Threads per block, ``x * y * z`` of :attr:`block_dim`; None for Thread solvers."""
         if self.block_dim is None:
             return None
         x, y, z = self.block_dim
@@ -249,6 +297,8 @@ class Solver(KernelObject):
 
     @property
     def value_type(self):
+        """NumPy type of the matrix elements: ``float32``, ``float64``, ``complex64`` or
+        ``complex128``."""
         return value_type_of(self._spec.precision, self.data_type)
 
     info_type = property(lambda self: np.int32, doc="Type of ``info`` (int32).")
@@ -261,7 +311,20 @@ class Solver(KernelObject):
         return execute_code(self._resolved, dynamic_ld)
 
     def execute(self, *args):
-        """Only callable inside a numba kernel (see the class notes)."""
+        """Call the device function (only inside a ``@cuda.jit`` kernel; see the Notes).
+
+        Parameters
+        ----------
+        *args : arrays and ints
+            The function's arguments in cuSOLVERDx's order: arrays in shared memory
+            (``value_type`` elements; ``int32`` for ``info`` and ``ipiv``) and, for the
+            run-time leading-dimension form, each matrix followed by its leading dimension,
+            e.g. ``execute(a, info)`` or ``execute(a, lda, info)`` for ``potrf``.
+
+        Notes
+        -----
+        On the host it raises RuntimeError.
+        """
         raise RuntimeError("Solver.execute is a device function: call it inside a @cuda.jit "
                            "kernel")
 
@@ -292,12 +355,31 @@ class Solver(KernelObject):
 
 def compile_solver_execute(solver: Solver, code_type=None,
                            execution_api: str = "compiled_leading_dim"):
-    """nvmath-python's ``compile_solver_execute``: ``(code, symbol)`` of ``solver``'s device
-    function, ``code`` having ``.data`` (the LTO-IR bytes) and ``.code_type``.
+    """Generate the LTO-IR of a solver's device function, to link into kernels of one's own
+    (nvmath-python's ``compile_solver_execute``).
 
-    ``execution_api`` is ``'compiled_leading_dim'`` or ``'runtime_leading_dim'``; a
-    ``code_type`` (an object with ``cc``, e.g. :class:`~cuweave.device.CodeType`) must match
-    the solver's ``sm``.
+    Parameters
+    ----------
+    solver : Solver
+        The function to compile.
+    code_type : CodeType, optional
+        The target: an object with ``cc`` (e.g. :class:`~cuweave.device.CodeType`) whose
+        compute capability must be the solver's ``sm``, of kind ``'lto'``. Default: the
+        solver's ``sm``.
+    execution_api : {'compiled_leading_dim', 'runtime_leading_dim'}, optional
+        The form of the function: leading dimensions fixed at compile time (the solver's
+        ``lda``, ``ldb``) or passed as arguments after each matrix. Default
+        ``'compiled_leading_dim'``.
+
+    Returns
+    -------
+    tuple
+        ``(code, symbol)``: ``code`` has ``code_type`` and ``data`` (the LTO-IR bytes);
+        ``symbol`` is the device function's mangled name to declare and call.
+
+    Notes
+    -----
+    The code goes to the disk cache; generating it needs libmathdx (and NVRTC) but no GPU.
     """
     from .common_cuda import CodeType
 

@@ -37,9 +37,12 @@ holds 1-based row interchanges.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .._internal.errors import InvalidOptionError
+from . import _solver_docs
 from ._kernel_object import KernelObject, register_kernel_type
 from ._solver_core import Solver, compile_solver_execute
 from ._solver_options import TRANSPOSE_MODES, choice, normalize_size
@@ -51,6 +54,11 @@ __all__ = ["Solver", "CholeskySolver", "LUSolver", "LUPivotSolver", "TriangularS
 def _strides(shape: tuple, ld: int, order: str) -> tuple:
     rows, cols = shape
     return (ld * cols, 1, ld) if order == "col_major" else (ld * rows, ld, 1)
+
+
+def _trait(getter, doc: str) -> property:
+    """A read-only property of the main :class:`Solver` (``_source``)'s value, documented."""
+    return property(lambda self: getter(self._source), doc=doc)
 
 
 class _SolverAPI(KernelObject):
@@ -90,25 +98,46 @@ class _SolverAPI(KernelObject):
         return {"batches_per_block": first.batches_per_block,
                 "block_dim": tuple(first.block_dim)}
 
-    # ----- knobs and traits of the main solver ------------------------------------------------
-    size = property(lambda self: self._source.size, doc="``(m, n, k)``.")
-    m = property(lambda self: self._source.m)
-    n = property(lambda self: self._source.n)
-    k = property(lambda self: self._source.k)
-    precision = property(lambda self: self._source.precision)
-    execution = property(lambda self: self._source.execution)
-    sm = property(lambda self: self._source.sm)
-    arrangement = property(lambda self: self._source.arrangement)
-    a_arrangement = property(lambda self: self._source.a_arrangement)
-    b_arrangement = property(lambda self: self._source.b_arrangement)
-    batches_per_block = property(lambda self: self._source.batches_per_block)
-    data_type = property(lambda self: self._source.data_type)
-    leading_dimensions = property(lambda self: self._source.leading_dimensions)
-    lda = property(lambda self: self._source.lda)
-    ldb = property(lambda self: self._source.ldb)
-    block_dim = property(lambda self: self._source.block_dim)
-    block_size = property(lambda self: self._source.block_size)
-    value_type = property(lambda self: self._source.value_type)
+    # ----- knobs and traits of the main solver (readable inside kernels too) -----------------
+    size = _trait(lambda s: s.size, "``(M, N, K)``: the problem size, completed to 3 values.")
+    m = _trait(lambda s: s.m, "M, the first value of :attr:`size` (rows of A for most "
+                              "functions).")
+    n = _trait(lambda s: s.n, "N, the second value of :attr:`size` (columns of A for most "
+                              "functions).")
+    k = _trait(lambda s: s.k, "K, the third value of :attr:`size` (right-hand sides, columns "
+                              "of B, or reflectors).")
+    precision = _trait(lambda s: s.precision,
+                       "``numpy.float32`` or ``numpy.float64``: the precision of the "
+                       "computation.")
+    execution = _trait(lambda s: s.execution, "``'Block'`` or ``'Thread'``.")
+    sm = _trait(lambda s: s.sm, "Target compute capability, a ``ComputeCapability`` such "
+                                "as ``(9, 0)``.")
+    arrangement = _trait(lambda s: s.arrangement,
+                         "``(A's, B's)`` storage order, each ``'col_major'`` or "
+                         "``'row_major'`` (B's stands for C's, or the B/X buffer's).")
+    a_arrangement = _trait(lambda s: s.a_arrangement,
+                           "Storage order of A: ``'col_major'`` or ``'row_major'``.")
+    b_arrangement = _trait(lambda s: s.b_arrangement,
+                           "Storage order of the second matrix (B, C or the B/X buffer): "
+                           "``'col_major'`` or ``'row_major'``.")
+    batches_per_block = _trait(lambda s: s.batches_per_block,
+                               "Problems one CUDA block solves (1 for Thread execution).")
+    data_type = _trait(lambda s: s.data_type, "``'real'`` or ``'complex'``.")
+    leading_dimensions = _trait(lambda s: s.leading_dimensions,
+                                "``(lda, ldb)``, the compile-time leading dimensions in "
+                                "elements (0 where there is no second matrix).")
+    lda = _trait(lambda s: s.lda, "Compile-time leading dimension of A, in elements.")
+    ldb = _trait(lambda s: s.ldb, "Compile-time leading dimension of the second matrix (B, C "
+                                  "or the B/X buffer), in elements.")
+    block_dim = _trait(lambda s: s.block_dim,
+                       "Threads of the CUDA block to launch, a ``Dim3`` ``(x, y, z)`` "
+                       "(None for Thread execution).")
+    block_size = _trait(lambda s: s.block_size,
+                        "Threads per block, ``x * y * z`` of :attr:`block_dim` (None for "
+                        "Thread execution).")
+    value_type = _trait(lambda s: s.value_type,
+                        "NumPy type of the matrix elements: ``float32``, ``float64``, "
+                        "``complex64`` or ``complex128``.")
 
     def _solvers(self) -> list[Solver]:
         return [s for s in vars(self).values() if isinstance(s, Solver)]
@@ -164,10 +193,19 @@ class _SolverAPI(KernelObject):
         return f"{type(self).__name__}({self._source!r})"
 
 
+def _keyword_signature(*names: str, keyword_only=()) -> inspect.Signature:
+    """``(self, names..., *, keyword_only=None...)``: the signature a method documents (its
+    code takes ``*args, **kwargs``)."""
+    p = inspect.Parameter
+    return inspect.Signature(
+        [p("self", p.POSITIONAL_OR_KEYWORD)] + [p(n, p.POSITIONAL_OR_KEYWORD) for n in names]
+        + [p(n, p.KEYWORD_ONLY, default=None) for n in keyword_only])
+
+
 def _operand_methods(cls):
     """``<operand>_strides(*, ld=None)`` and ``<operand>_size(*, ld=None)`` on the host for each
     of ``cls._OPERANDS`` (inside kernels the same names are device functions)."""
-    for operand, (ld_name, _) in cls._OPERANDS.items():
+    for operand, (ld_name, index) in cls._OPERANDS.items():
         def strides(self, *, _op=operand, _ld=ld_name, **kw):
             return self._operand_strides(_op, _take(kw, _ld))
 
@@ -175,10 +213,8 @@ def _operand_methods(cls):
             return self._operand_size(_op, _take(kw, _ld))
 
         strides.__name__, size.__name__ = f"{operand}_strides", f"{operand}_size"
-        strides.__doc__ = (f"Strides ``(batch, row, column)`` in elements of {operand} in shared "
-                           f"memory, for the compile-time ``{ld_name}`` or the one given.")
-        size.__doc__ = (f"Elements of shared memory holding {operand} (all batches of the "
-                        f"block), for the compile-time ``{ld_name}`` or the one given.")
+        strides.__doc__, size.__doc__ = _solver_docs.operand_helpers(operand, ld_name, index)
+        strides.__signature__ = size.__signature__ = _keyword_signature(keyword_only=(ld_name,))
         setattr(cls, strides.__name__, strides)
         setattr(cls, size.__name__, size)
     return cls
@@ -191,11 +227,16 @@ def _take(kw: dict, ld_name: str):
     return kw.get(ld_name)
 
 
-def _device_only(name: str):
+def _device_only(cls_methods: dict, name: str, lds: tuple, doc: str):
+    """The host stand-in of device method ``name``: it carries the method's documentation
+    (``doc`` and the signature of ``cls_methods[name]``'s parameters, then ``lds`` by keyword)
+    and raises when called outside a kernel."""
     def method(self, *args, **kwargs):
         raise RuntimeError(f"{name} is a device function: call it inside a @cuda.jit kernel")
 
     method.__name__ = name
+    method.__doc__ = doc.strip("\n") + "\n" + _solver_docs.DEVICE_NOTE
+    method.__signature__ = _keyword_signature(*cls_methods[name][1], keyword_only=lds)
     return method
 
 
@@ -205,23 +246,42 @@ class _LinearSolver(_SolverAPI):
     _OPERANDS = {"a": ("lda", 0), "b": ("ldb", 1)}
     _CONSTANTS = ("info_type", "info_shape", "info_strides", "a_shape", "b_shape")
 
-    info_type = property(lambda self: np.int32, doc="int32.")
-    info_shape = property(lambda self: (self.batches_per_block,))
-    info_strides = property(lambda self: (1,))
-    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n))
-    b_shape = property(lambda self: (self.batches_per_block, self.n, self.k))
+    info_type = property(lambda self: np.int32, doc="``numpy.int32``, the type of ``info``.")
+    info_shape = property(lambda self: (self.batches_per_block,),
+                          doc="``(batches_per_block,)``: one ``info`` per problem of a block.")
+    info_strides = property(lambda self: (1,), doc="``(1,)``, in elements.")
+    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n),
+                       doc="``(batches_per_block, M, N)``: the A of each problem of a block.")
+    b_shape = property(lambda self: (self.batches_per_block, self.n, self.k),
+                       doc="``(batches_per_block, N, K)``: the B (and X) of each problem of "
+                           "a block.")
 
 
 @_operand_methods
+@_solver_docs.fill
 class CholeskySolver(_LinearSolver):
-    """Cholesky factorization ``A = L L^H`` (``fill_mode='lower'``) or ``U^H U`` (``'upper'``)
-    of Hermitian positive-definite matrices and the solve of ``A X = B`` (``potrf``,
-    ``potrs``).
+    """Cholesky factorization of Hermitian positive-definite matrices and the solve of
+    ``A X = B`` (cuSOLVERDx ``potrf`` and ``potrs``).
 
-    ``factorize(a, info, lda=None)`` overwrites the ``fill_mode`` triangle of A with the factor
-    and sets ``info[i] = j > 0`` when the ``j``-th leading minor of problem ``i`` is not
-    positive definite; ``solve(a, b, lda=None, ldb=None)`` overwrites B with X. ``size`` is
-    ``(M,)``, ``(M, M)`` or ``(M, M, K)`` (K right-hand sides).
+    ``factorize`` computes ``A = L L^H`` (``fill_mode='lower'``) or ``A = U^H U``
+    (``'upper'``) in place; ``solve`` then overwrites B with X. Both run with the same launch
+    (:attr:`block_dim`, :attr:`batches_per_block`).
+
+    Parameters
+    ----------
+    size : sequence of 1 to 3 ints
+        ``(M,)``, ``(M, M)`` or ``(M, M, K)``: A is M x M (N must equal M), B is M x K (K
+        right-hand sides, default 1).
+    %(precision)s
+    %(execution)s
+    fill_mode : {'lower', 'upper'}
+        The triangle of A that is read and that receives the factor.
+    %(sm)s
+    %(arrangement)s
+    %(batches_per_block)s
+    %(data_type)s
+    %(leading_dimensions)s
+    %(block_dim)s
 
     Examples
     --------
@@ -251,9 +311,13 @@ class CholeskySolver(_LinearSolver):
                            knobs | self._same_launch(factorize))
         self._setup(solve, _factorize=factorize, _solve=solve)
 
-    fill_mode = property(lambda self: self._solve.fill_mode)
-    factorize = _device_only("factorize")
-    solve = _device_only("solve")
+    fill_mode = property(lambda self: self._solve.fill_mode,
+                         doc="``'lower'`` or ``'upper'``: the triangle of A holding A and "
+                             "then its factor.")
+    factorize = _device_only(_METHODS, "factorize", ("lda",),
+                             _solver_docs.METHODS["CholeskySolver.factorize"])
+    solve = _device_only(_METHODS, "solve", ("lda", "ldb"),
+                             _solver_docs.METHODS["CholeskySolver.solve"])
 
 
 class _LU(_LinearSolver):
@@ -280,33 +344,48 @@ class _LU(_LinearSolver):
         self._setup(factorize, _factorize=factorize, _solve=solve)
 
     transpose_mode = property(lambda self: self._transpose_mode,
-                              doc="op(A) of ``solve``: A X = B, A^T X = B or A^H X = B.")
-    factorize = _device_only("factorize")
-    solve = _device_only("solve")
+                              doc="``op`` of ``solve``: ``'non_transposed'`` (A X = B), "
+                                  "``'transposed'`` (A^T X = B) or ``'conj_transposed'`` "
+                                  "(A^H X = B).")
 
 
 @_operand_methods
+@_solver_docs.fill
 class LUSolver(_LU):
-    """LU factorization ``A = L U`` without pivoting (diagonally dominant matrices) and the
-    solve of ``op(A) X = B`` (``getrf_no_pivot``, ``getrs_no_pivot``).
+    __doc__ = """LU factorization ``A = L U`` without pivoting (for diagonally dominant
+    matrices, say) and the solve of ``op(A) X = B`` (``getrf_no_pivot``,
+    ``getrs_no_pivot``).
 
-    ``factorize(a, info, lda=None)`` sets ``info[i] = j > 0`` when ``U(j, j)`` is exactly
-    zero; ``solve(a, b, lda=None, ldb=None)`` needs ``M == N``.
+    ``factorize`` overwrites A with L (below the diagonal, unit diagonal not stored) and U;
+    ``solve`` then overwrites B with X. Both run with the same launch.
+    """ + _solver_docs.LU_PARAMETERS + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = LUSolver((16, 16, 2), np.float32, "Block", sm=90, transpose_mode="transposed")
+    >>> s.a_shape, s.b_shape, s.transpose_mode
+    ((1, 16, 16), (1, 16, 2), 'transposed')
     """
 
     _FACTORIZE, _SOLVE = "getrf_no_pivot", "getrs_no_pivot"
     _METHODS = {"factorize": ("_factorize", ("a", "info")), "solve": ("_solve", ("a", "b"))}
 
+    factorize = _device_only(_METHODS, "factorize", ("lda",),
+                             _solver_docs.METHODS["LUSolver.factorize"])
+    solve = _device_only(_METHODS, "solve", ("lda", "ldb"),
+                             _solver_docs.METHODS["LUSolver.solve"])
+
 
 @_operand_methods
+@_solver_docs.fill
 class LUPivotSolver(_LU):
-    """LU factorization with partial pivoting ``P A = L U`` and the solve of ``op(A) X = B``
-    (``getrf_partial_pivot``, ``getrs_partial_pivot``).
+    __doc__ = """LU factorization with partial pivoting ``P A = L U`` and the solve of
+    ``op(A) X = B`` (``getrf_partial_pivot``, ``getrs_partial_pivot``).
 
-    ``factorize(a, ipiv, info, lda=None)`` stores ``min(M, N)`` 1-based pivots per problem
-    (row ``i`` was interchanged with row ``ipiv[i] - 1``) and sets ``info[i] = j > 0`` when
-    ``U(j, j)`` is exactly zero; ``solve(a, ipiv, b, lda=None, ldb=None)`` needs ``M == N``.
-
+    ``factorize`` overwrites A with L and U and stores ``min(M, N)`` 1-based pivots per
+    problem in ``ipiv`` (row ``i`` was interchanged with row ``ipiv[i] - 1``); ``solve`` then
+    overwrites B with X. Both run with the same launch.
+    """ + _solver_docs.LU_PARAMETERS + """
     Examples
     --------
     >>> import numpy as np
@@ -321,17 +400,56 @@ class LUPivotSolver(_LU):
     _CONSTANTS = _LinearSolver._CONSTANTS + ("ipiv_type", "ipiv_shape", "ipiv_strides",
                                              "ipiv_size")
 
-    ipiv_type = property(lambda self: np.int32, doc="int32 (1-based row indices).")
-    ipiv_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)))
-    ipiv_strides = property(lambda self: (self.ipiv_shape[1], 1))
-    ipiv_size = property(lambda self: self.ipiv_shape[0] * self.ipiv_shape[1])
+    ipiv_type = property(lambda self: np.int32,
+                         doc="``numpy.int32``, the type of the pivots (1-based row indices).")
+    ipiv_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)),
+                          doc="``(batches_per_block, min(M, N))``: the pivots of each problem "
+                              "of a block.")
+    ipiv_strides = property(lambda self: (self.ipiv_shape[1], 1),
+                            doc="``(min(M, N), 1)``, in elements.")
+    ipiv_size = property(lambda self: self.ipiv_shape[0] * self.ipiv_shape[1],
+                         doc="Elements holding the pivots of all problems of a block.")
+
+    factorize = _device_only(_METHODS, "factorize", ("lda",),
+                             _solver_docs.METHODS["LUPivotSolver.factorize"])
+    solve = _device_only(_METHODS, "solve", ("lda", "ldb"),
+                             _solver_docs.METHODS["LUPivotSolver.solve"])
 
 
 @_operand_methods
+@_solver_docs.fill
 class TriangularSolver(_SolverAPI):
     """Triangular solve with several right-hand sides (``trsm``): ``op(A) X = B``
-    (``side='left'``, A is M x M) or ``X op(A) = B`` (``'right'``, A is N x N); B is M x N
-    and is overwritten by X. ``solve(a, b, lda=None, ldb=None)``."""
+    (``side='left'``) or ``X op(A) = B`` (``'right'``), B overwritten by X.
+
+    Parameters
+    ----------
+    size : sequence of 1 to 3 ints
+        ``(M,)`` (as ``(M, M)``), ``(M, N)`` or ``(M, N, K)``: B is M x N; A is M x M for
+        ``side='left'``, N x N for ``'right'``.
+    %(precision)s
+    %(execution)s
+    side : {'left', 'right'}
+        Where ``op(A)`` stands: ``op(A) X = B`` or ``X op(A) = B``.
+    fill_mode : {'lower', 'upper'}
+        The triangle of A that holds it; the other one is not referenced.
+    diag : {'non_unit', 'unit'}
+        ``'unit'``: A's diagonal is taken as ones (not read); ``'non_unit'``: it is read.
+    %(transpose_mode)s
+    %(sm)s
+    %(arrangement)s
+    %(batches_per_block)s
+    %(data_type)s
+    %(leading_dimensions)s
+    %(block_dim)s
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = TriangularSolver((8, 3), np.float64, "Block", "right", "upper", "unit", sm=90)
+    >>> s.a_shape, s.b_shape, s.b_strides()
+    ((1, 3, 3), (1, 8, 3), (24, 1, 8))
+    """
 
     _OPERANDS = {"a": ("lda", 0), "b": ("ldb", 1)}
     _METHODS = {"solve": ("_solve", ("a", "b"))}
@@ -351,18 +469,28 @@ class TriangularSolver(_SolverAPI):
                        block_dim=block_dim)
         self._setup(solve, _solve=solve)
 
-    side = property(lambda self: self._solve.side)
-    fill_mode = property(lambda self: self._solve.fill_mode)
-    diag = property(lambda self: self._solve.diag)
-    transpose_mode = property(lambda self: self._solve.transpose_mode)
+    side = property(lambda self: self._solve.side,
+                    doc="``'left'`` (``op(A) X = B``) or ``'right'`` (``X op(A) = B``).")
+    fill_mode = property(lambda self: self._solve.fill_mode,
+                         doc="``'lower'`` or ``'upper'``: the triangle of A that is read.")
+    diag = property(lambda self: self._solve.diag,
+                    doc="``'unit'`` (A's diagonal taken as ones) or ``'non_unit'``.")
+    transpose_mode = property(lambda self: self._solve.transpose_mode,
+                              doc="``op``: ``'non_transposed'``, ``'transposed'`` or "
+                                  "``'conj_transposed'``.")
 
     @property
     def a_shape(self) -> tuple:
+        """``(batches_per_block, M, M)`` for ``side='left'``, ``(batches_per_block, N, N)``
+        for ``'right'``: the triangular A of each problem of a block."""
         dim = self.m if self.side == "left" else self.n
         return (self.batches_per_block, dim, dim)
 
-    b_shape = property(lambda self: (self.batches_per_block, self.m, self.n))
-    solve = _device_only("solve")
+    b_shape = property(lambda self: (self.batches_per_block, self.m, self.n),
+                       doc="``(batches_per_block, M, N)``: the B (and X) of each problem of "
+                           "a block.")
+    solve = _device_only(_METHODS, "solve", ("lda", "ldb"),
+                             _solver_docs.METHODS["TriangularSolver.solve"])
 
 
 class _Orthogonal(_SolverAPI):
@@ -392,30 +520,61 @@ class _Orthogonal(_SolverAPI):
             block_dim=block_dim)
         self._setup(factorize, _factorize=factorize)
 
-    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n))
-    tau_type = property(lambda self: self.value_type)
-    tau_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)))
-    tau_strides = property(lambda self: (self.tau_shape[1], 1))
-    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1])
-    factorize = _device_only("factorize")
+    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n),
+                       doc="``(batches_per_block, M, N)``: the A of each problem of a block.")
+    tau_type = property(lambda self: self.value_type,
+                        doc="NumPy type of ``tau``: :attr:`value_type`.")
+    tau_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)),
+                         doc="``(batches_per_block, min(M, N))``: the ``tau`` of each "
+                             "problem of a block.")
+    tau_strides = property(lambda self: (self.tau_shape[1], 1),
+                           doc="``(min(M, N), 1)``, in elements.")
+    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1],
+                        doc="Elements holding the ``tau`` of all problems of a block.")
 
 
 @_operand_methods
+@_solver_docs.fill
 class QRFactorize(_Orthogonal):
-    """QR factorization ``A = Q R`` by Householder reflections (``geqrf``):
-    ``factorize(a, tau, lda=None)`` leaves R in the upper triangle and the reflectors below
-    it, with ``tau``."""
+    __doc__ = """QR factorization ``A = Q R`` by Householder reflections (``geqrf``).
+
+    ``factorize`` leaves R in the upper triangle of A and the ``min(M, N)`` reflectors that
+    make Q below it, with their scalars in ``tau``; :class:`QRMultiply` applies Q.
+    """ + _solver_docs.ORTHOGONAL_PARAMETERS + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = QRFactorize((12, 5), np.float64, "Block", sm=90)
+    >>> s.a_shape, s.tau_shape, s.a_strides()
+    ((1, 12, 5), (1, 5), (60, 1, 12))
+    """
 
     _FUNCTION = "geqrf"
 
+    factorize = _device_only(_Orthogonal._METHODS, "factorize", ("lda",),
+                             _solver_docs.METHODS["QRFactorize.factorize"])
+
 
 @_operand_methods
+@_solver_docs.fill
 class LQFactorize(_Orthogonal):
-    """LQ factorization ``A = L Q`` by Householder reflections (``gelqf``):
-    ``factorize(a, tau, lda=None)`` leaves L in the lower triangle and the reflectors above
-    it, with ``tau``."""
+    __doc__ = """LQ factorization ``A = L Q`` by Householder reflections (``gelqf``).
+
+    ``factorize`` leaves L in the lower triangle of A and the ``min(M, N)`` reflectors that
+    make Q above it, with their scalars in ``tau``; :class:`LQMultiply` applies Q.
+    """ + _solver_docs.ORTHOGONAL_PARAMETERS + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = LQFactorize((4, 9), np.float32, "Block", sm=90, arrangement="row_major")
+    >>> s.a_shape, s.tau_shape, s.a_strides()
+    ((1, 4, 9), (1, 4), (36, 9, 1))
+    """
 
     _FUNCTION = "gelqf"
+
+    factorize = _device_only(_Orthogonal._METHODS, "factorize", ("lda",),
+                             _solver_docs.METHODS["LQFactorize.factorize"])
 
 
 class _Multiply(_SolverAPI):
@@ -442,44 +601,65 @@ class _Multiply(_SolverAPI):
                           leading_dimensions=leading_dimensions, block_dim=block_dim)
         self._setup(multiply, _multiply=multiply)
 
-    side = property(lambda self: self._multiply.side)
-    transpose_mode = property(lambda self: self._multiply.transpose_mode)
-    c_shape = property(lambda self: (self.batches_per_block, self.m, self.n))
-    tau_type = property(lambda self: self.value_type)
-    tau_shape = property(lambda self: (self.batches_per_block, self.k))
-    tau_strides = property(lambda self: (self.tau_shape[1], 1))
-    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1])
-    multiply = _device_only("multiply")
+    side = property(lambda self: self._multiply.side,
+                    doc="``'left'`` (``op(Q) C``) or ``'right'`` (``C op(Q)``).")
+    transpose_mode = property(lambda self: self._multiply.transpose_mode,
+                              doc="``op`` applied to Q: ``'non_transposed'``, "
+                                  "``'transposed'`` or ``'conj_transposed'``.")
+    c_shape = property(lambda self: (self.batches_per_block, self.m, self.n),
+                       doc="``(batches_per_block, M, N)``: the C of each problem of a block.")
+    tau_type = property(lambda self: self.value_type,
+                        doc="NumPy type of ``tau``: :attr:`value_type`.")
+    tau_shape = property(lambda self: (self.batches_per_block, self.k),
+                         doc="``(batches_per_block, K)``: the ``tau`` of each problem of a "
+                             "block.")
+    tau_strides = property(lambda self: (self.tau_shape[1], 1), doc="``(K, 1)``, in elements.")
+    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1],
+                        doc="Elements holding the ``tau`` of all problems of a block.")
+    multiply = _device_only(_METHODS, "multiply", ("lda", "ldc"),
+                             _solver_docs.METHODS["_Multiply.multiply"])
 
 
 @_operand_methods
+@_solver_docs.fill
 class QRMultiply(_Multiply):
-    """Multiplication by Q of a QR factorization (``unmqr``); A is M x K (``side='left'``) or
-    N x K (``'right'``).
+    __doc__ = """Multiplication by Q of a QR factorization (``unmqr``); A is M x K
+    (``side='left'``) or N x K (``'right'``).
 
     A holds the reflectors only, its problems ``a_strides()[0]`` apart: for a column-major
     QR of M < N that is not :class:`QRFactorize`'s stride, so with several problems per block
     copy the reflectors into this layout before ``multiply`` (cuSOLVERDx reads them at its
-    own stride)."""
+    own stride).
+    """ + _solver_docs.MULTIPLY_PARAMETERS + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = QRMultiply((12, 3, 5), np.float64, "Block", "left", sm=90)
+    >>> s.a_shape, s.c_shape, s.tau_shape
+    ((1, 12, 5), (1, 12, 3), (1, 5))
+    """
 
     _FUNCTION = "unmqr"
 
     @property
     def a_shape(self) -> tuple:
+        """``(batches_per_block, M, K)`` for ``side='left'``, ``(batches_per_block, N, K)``
+        for ``'right'``: the reflectors of each problem of a block."""
         rows = self.m if self.side == "left" else self.n
         return (self.batches_per_block, rows, self.k)
 
 
 @_operand_methods
+@_solver_docs.fill
 class LQMultiply(_Multiply):
-    """Multiplication by Q of an LQ factorization (``unmlq``); A is K x M (``side='left'``) or
-    K x N (``'right'``).
+    __doc__ = """Multiplication by Q of an LQ factorization (``unmlq``); A is K x M
+    (``side='left'``) or K x N (``'right'``).
 
     A holds the reflectors only, its problems ``a_strides()[0]`` apart: for a row-major LQ
     of M > N that is not :class:`LQFactorize`'s stride, so with several problems per block
     copy the reflectors into this layout before ``multiply`` (cuSOLVERDx reads them at its
     own stride).
-
+    """ + _solver_docs.MULTIPLY_PARAMETERS + """
     Examples
     --------
     >>> import numpy as np
@@ -496,17 +676,36 @@ class LQMultiply(_Multiply):
 
     @property
     def a_shape(self) -> tuple:
+        """``(batches_per_block, K, M)`` for ``side='left'``, ``(batches_per_block, K, N)``
+        for ``'right'``: the reflectors of each problem of a block."""
         cols = self.m if self.side == "left" else self.n
         return (self.batches_per_block, self.k, cols)
 
 
 @_operand_methods
+@_solver_docs.fill
 class LeastSquaresSolver(_SolverAPI):
     """Least squares ``min ||op(A) X - B||`` by QR (or LQ) of A, M x N (``gels``).
 
     B (``b_shape``) and X (``x_shape``) share one ``max(M, N) x K`` buffer per problem
-    (``bx_strides``, ``bx_size``; ``ldb >= max(M, N)``): ``solve(a, tau, b, lda=None,
-    ldb=None)`` overwrites A with its factorization and the buffer with X.
+    (``bx_strides``, ``bx_size``; ``ldb >= max(M, N)``): ``solve`` overwrites A with its
+    factorization and the buffer with X. With M < N (or ``op(A)`` wide) X is the solution
+    of least norm.
+
+    Parameters
+    ----------
+    size : sequence of 1 to 3 ints
+        ``(M,)``, ``(M, N)`` or ``(M, N, K)``: A is M x N, with K right-hand sides (default
+        1).
+    %(precision)s
+    %(execution)s
+    %(sm)s
+    %(transpose_mode)s
+    %(arrangement)s
+    %(batches_per_block)s
+    %(data_type)s
+    %(leading_dimensions)s
+    %(block_dim)s
 
     Examples
     --------
@@ -530,26 +729,40 @@ class LeastSquaresSolver(_SolverAPI):
                        leading_dimensions=leading_dimensions, block_dim=block_dim)
         self._setup(solve, _solve=solve)
 
-    transpose_mode = property(lambda self: self._solve.transpose_mode)
-    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n))
+    transpose_mode = property(lambda self: self._solve.transpose_mode,
+                              doc="``op`` applied to A: ``'non_transposed'``, "
+                                  "``'transposed'`` or ``'conj_transposed'``.")
+    a_shape = property(lambda self: (self.batches_per_block, self.m, self.n),
+                       doc="``(batches_per_block, M, N)``: the A of each problem of a block.")
 
     @property
     def b_shape(self) -> tuple:
+        """``(batches_per_block, rows, K)``: the B of each problem of a block, with M rows
+        (N for a transposed A), inside the B/X buffer."""
         rows = self.m if self.transpose_mode == "non_transposed" else self.n
         return (self.batches_per_block, rows, self.k)
 
     @property
     def x_shape(self) -> tuple:
+        """``(batches_per_block, rows, K)``: the X of each problem of a block, with N rows
+        (M for a transposed A), inside the B/X buffer."""
         rows = self.n if self.transpose_mode == "non_transposed" else self.m
         return (self.batches_per_block, rows, self.k)
 
     bx_shape = property(lambda self: (self.batches_per_block, max(self.m, self.n), self.k),
-                        doc="The shared B/X buffer of each problem.")
-    tau_type = property(lambda self: self.value_type)
-    tau_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)))
-    tau_strides = property(lambda self: (self.tau_shape[1], 1))
-    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1])
-    solve = _device_only("solve")
+                        doc="``(batches_per_block, max(M, N), K)``: the B/X buffer of each "
+                            "problem of a block.")
+    tau_type = property(lambda self: self.value_type,
+                        doc="NumPy type of ``tau``: :attr:`value_type`.")
+    tau_shape = property(lambda self: (self.batches_per_block, min(self.m, self.n)),
+                         doc="``(batches_per_block, min(M, N))``: the ``tau`` of each "
+                             "problem of a block.")
+    tau_strides = property(lambda self: (self.tau_shape[1], 1),
+                           doc="``(min(M, N), 1)``, in elements.")
+    tau_size = property(lambda self: self.tau_shape[0] * self.tau_shape[1],
+                        doc="Elements holding the ``tau`` of all problems of a block.")
+    solve = _device_only(_METHODS, "solve", ("lda", "ldb"),
+                             _solver_docs.METHODS["LeastSquaresSolver.solve"])
 
 
 # ---------------------------------------------------------------------------------------------
