@@ -46,18 +46,6 @@ public_modules = _docs_conf().public_modules
 # The lead clears these after merging that work: delete an entry once its docstring is
 # complete. Each entry is "<where it is defined>" or "<where>: <parameters left out>".
 KNOWN_GAPS = {
-    # src/cuweave/_internal (re-exported by cuweave, cuweave.memory and the engines)
-    "cuweave._internal.memory.BaseCUDAMemoryManager.memalloc",
-    "cuweave._internal.memory.BaseCUDAMemoryManagerAsync.memalloc_async",
-    "cuweave._internal.options.ExecutionCPU.threads",
-    "cuweave._internal.options.ExecutionCUDA: device_id, name",
-    "cuweave._internal.options.ExecutionCPU: num_threads, name",
-    "cuweave._internal.errors.UnsupportedLayoutError: message, permutation",
-    "cuweave._internal.errors.LibraryNotFoundError: library, extra, detail",
-    "cuweave._internal.errors.CublasLtError: status, function, hint",
-    "cuweave._internal.errors.CufftError: status, function, hint",
-    "cuweave._internal.errors.NcclError: status, function, hint",
-    "cuweave._internal.lifecycle.StatefulObject.is_freed",
     # src/cuweave/fft
     "cuweave.fft.fft.FFT.workspace_size",
     "cuweave.fft.fft.FFT.create_key: operand, axes, options, execution, prolog, epilog",
@@ -245,7 +233,6 @@ KNOWN_GAPS = {
     "cuweave.device.cusolverdx._SolverAPI.precision",
     "cuweave.device.cusolverdx._SolverAPI.sm",
     "cuweave.device.cusolverdx._SolverAPI.value_type",
-    "cuweave._bindings.cutensor.CutensorError: status, function, hint",
 }
 
 # Packages a public module may need that an install without every extra lacks.
