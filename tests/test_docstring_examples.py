@@ -7,7 +7,9 @@ import importlib
 
 import pytest
 
-MODULES = ["cuweave.linalg.advanced", "cuweave.linalg.advanced.matmul", "cuweave.fft.fft"]
+MODULES = ["cuweave.linalg.advanced", "cuweave.linalg.advanced.matmul", "cuweave.fft.fft",
+           "cuweave.fft._numpy_api", "cuweave.fft.scipy_backend", "cuweave._internal.errors",
+           "cuweave._internal.options", "cuweave._internal.memory"]
 
 
 @pytest.mark.parametrize("name", MODULES)

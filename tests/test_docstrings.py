@@ -46,25 +46,6 @@ public_modules = _docs_conf().public_modules
 # The lead clears these after merging that work: delete an entry once its docstring is
 # complete. Each entry is "<where it is defined>" or "<where>: <parameters left out>".
 KNOWN_GAPS = {
-    # src/cuweave/fft
-    "cuweave.fft.fft.FFT.workspace_size",
-    "cuweave.fft.fft.FFT.create_key: operand, axes, options, execution, prolog, epilog",
-    "cuweave.fft.fft.FFT.execute: direction, stream, release_workspace",
-    "cuweave.fft.fft.FFT.get_key: prolog, epilog",
-    "cuweave.fft.fft.FFT.plan: prolog, epilog, stream, direction, norm",
-    "cuweave.fft.fft.FFT.reset_operand: operand, stream",
-    "cuweave.fft.fft.FFT.reset_operand_unchecked: operand, stream",
-    "cuweave.fft.fft.irfft: operand, axes, options, execution, prolog, epilog, stream, norm",
-    "cuweave.fft._numpy_api.fft2: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.ifft2: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.ifftn: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.rfft2: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.irfft2: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.rfftn: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.irfftn: a, s, axes, norm, out, execution",
-    "cuweave.fft._numpy_api.hfft: a, n, axis, norm, out, execution",
-    "cuweave.fft._numpy_api.ihfft: a, n, axis, norm, out, execution",
-    "cuweave.fft.scipy_backend.__ua_function__: method, args, kwargs",
     # src/cuweave/linalg/advanced
     "cuweave.linalg.advanced._algorithm.Algorithm.algorithm_id",
     "cuweave.linalg.advanced._algorithm.Algorithm.capabilities",
