@@ -10,10 +10,9 @@ parameters in its own docstring or its ``__init__``'s (``Attributes`` counts, as
 dataclass fields). Enum members, constants and parameters whose name starts with ``_`` are
 exempt.
 
-``KNOWN_GAPS`` lists the gaps in code that another helper is redesigning now (the matmul and
-FFT engines and ``cuweave._internal``) and in engines other helpers are adding (the device
-solvers, ``cuweave.tensor``); they are cleared there, and the list with them: an entry that
-is no longer a gap fails ``test_known_gaps_are_still_gaps`` so that it is deleted.
+``KNOWN_GAPS`` lists the gaps not closed yet (in engines other helpers are adding: the device
+solvers); they are cleared there, and the list with them: an entry that is no longer a gap
+fails ``test_known_gaps_are_still_gaps`` so that it is deleted.
 """
 
 from __future__ import annotations
@@ -41,43 +40,10 @@ def _docs_conf():
 
 public_modules = _docs_conf().public_modules
 
-# Gaps in code not edited by the documentation work (another helper is redesigning
-# src/cuweave/linalg/advanced, src/cuweave/fft and src/cuweave/_internal at the same time).
-# The lead clears these after merging that work: delete an entry once its docstring is
-# complete. Each entry is "<where it is defined>" or "<where>: <parameters left out>".
+# Gaps not closed yet (the device solvers, whose helper documents them). Delete an entry
+# once its docstring is complete. Each entry is "<where it is defined>" or
+# "<where>: <parameters left out>".
 KNOWN_GAPS = {
-    # src/cuweave/linalg/advanced
-    "cuweave.linalg.advanced._algorithm.Algorithm.algorithm_id",
-    "cuweave.linalg.advanced._algorithm.Algorithm.capabilities",
-    "cuweave.linalg.advanced._algorithm.Algorithm.cpu",
-    "cuweave.linalg.advanced._algorithm.Algorithm.from_heuristic",
-    "cuweave.linalg.advanced._algorithm.Algorithm.is_cpu",
-    "cuweave.linalg.advanced._algorithm.Algorithm: data, workspace_size, waves_count",
-    "cuweave.linalg.advanced.matmul.Matmul.algorithms",
-    "cuweave.linalg.advanced.matmul.Matmul.alpha",
-    "cuweave.linalg.advanced.matmul.Matmul.beta",
-    "cuweave.linalg.advanced.matmul.Matmul.applicable_algorithm_ids: limit",
-    "cuweave.linalg.advanced.matmul.Matmul.autotune: iterations, prune, release_workspace, "
-    "stream",
-    "cuweave.linalg.advanced.matmul.Matmul.execute: algorithm, release_workspace, stream",
-    "cuweave.linalg.advanced.matmul.Matmul.plan: preferences, algorithms, epilog, "
-    "epilog_inputs, stream",
-    "cuweave.linalg.advanced.matmul.Matmul.reset_operands: a, b, c, alpha, beta, "
-    "quantization_scales, epilog_inputs, stream",
-    "cuweave.linalg.advanced.matmul.Matmul.reset_operands_unchecked: a, b, c, alpha, beta, "
-    "quantization_scales, epilog_inputs, stream",
-    "cuweave.linalg.advanced._options.MatmulEpilogPreferences: aux_type, aux_amax",
-    "cuweave.linalg.advanced._options.MatmulQuantizationScales: a, b, c, d",
-    "cuweave.linalg.advanced._autotune_cache.enable_autotune_cache: path",
-    "cuweave.linalg.advanced.helpers.matmul.create_mxfp8_scale: x, exponent, stream",
-    "cuweave.linalg.advanced.helpers.matmul.invert_mxfp8_scale: mx_scales",
-    "cuweave.linalg.advanced.helpers.matmul.apply_mxfp8_scale: x, scales_1d, output_dtype",
-    "cuweave.linalg.advanced.helpers.matmul.unpack_fp4: fp4_tensor, axis",
-    "cuweave.linalg.advanced.helpers.matmul.quantize_to_fp4: x, axis",
-    "cuweave.linalg.advanced.helpers.matmul.to_block_scale: scale_tensor, operand_or_shape, "
-    "block_scaling_format, axis, out",
-    "cuweave.linalg.advanced.helpers.matmul.expand_block_scale: scales_1d, operand_or_shape, "
-    "block_scaling_format, axis, output_dtype, device",
     # New engines merged from main while this list was made: cuweave.device's solvers
     # (cuSOLVERDx) and cuTENSOR's bindings. The helpers adding them document them; the lead
     # deletes these entries as they are.
