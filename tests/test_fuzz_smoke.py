@@ -64,40 +64,17 @@ def _np_operand(case, pkgs):
 
 #: id -> (what it is, predicate on (case, category, message)); docs/fuzz-findings.md#<id>
 KNOWN = {
-    "F03": ("a plan-cache hit skips matmul's in-place checks (item 11)",
-            lambda c, cat, m: c["target"] == "matmul" and cat == "untyped-error"
-            and "assignment destination is read-only" in m),
     "F06": ("one planned object shared by threads returns another thread's result (item 13)",
             lambda c, cat, m: cat == "thread-race"),
-    "F07": ("pickling or copying a planned FFT raises an untyped error (item 14)",
-            lambda c, cat, m: c["target"] == "lifecycle" and cat == "untyped-error"
-            and re.search(r"(pickle|deepcopy|copy)", m) is not None),
     "F09": ("results too large to allocate raise MemoryError, not OperandTooLargeError",
             lambda c, cat, m: c["target"] == "huge" and cat == "untyped-error"
             and "MemoryError" in m),
-    "F10": ("Matmul.alpha/beta can be set after free() (item 14)",
-            lambda c, cat, m: c["target"] == "lifecycle" and cat == "accepts-invalid"
-            and "set_alpha" in m),
-    "F11": ("norm=np.str_('ortho') is refused (item 14)",
-            lambda c, cat, m: "np.str_('ortho')" in m),
     "F12": ("a c with more leading dimensions than the product is returned without them",
             lambda c, cat, m: c["target"] in ("matmul", "Matmul") and cat == "wrong-result"
             and "shape" in m and _c_has_extra_dims(c)),
-    "F13": ("empty DLPack operands raise an untyped ValueError",
-            lambda c, cat, m: cat == "untyped-error" and "multiple of element size" in m),
-    "F14": ("cuweave.fft.numpy refuses lists and Python scalars (item 7)",
-            lambda c, cat, m: _np_operand(c, ("list", "scalar"))
-            and cat in ("refused-valid", "error-mismatch")),
     "F15": ("cuweave.fft.numpy refuses 0-d arrays / raises other types than NumPy for them",
             lambda c, cat, m: c["target"] in ("npfft", "scipy")
             and "at least one dimension" in m),
-    "F16": ("cuweave.fft.numpy (and the scipy backend serving NumPy arrays) computes "
-            "zero-length transforms NumPy/SciPy refuse (item 7)",
-            lambda c, cat, m: cat == "accepts-invalid"
-            and ("Invalid number of FFT data points (0)" in m  # NumPy's words
-                 or "invalid number of data points ([0])" in m)),  # SciPy's
-    "F17": ("cuweave.fft.numpy accepts out= of a dtype NumPy's casting refuses (item 7)",
-            lambda c, cat, m: cat == "accepts-invalid" and "same_kind" in m),
     "F18": ("cuweave.fft.numpy refuses repeated axes that NumPy transforms twice",
             lambda c, cat, m: cat == "refused-valid" and "axes must be unique" in m),
     "F19": ("cuweave.fft.numpy: precision and dtype of results differ from NumPy's "

@@ -88,3 +88,49 @@ def test_torch_conjugate_views_are_refused_where_they_would_be_ignored():
     resolved = c.resolve_conj()
     got = la.matmul(a, a, resolved, beta=1.0, execution="cpu")
     torch.testing.assert_close(got, a @ a + resolved)
+
+
+def test_planned_objects_are_not_copied_and_freed_ones_take_no_values():
+    """Fuzz findings F07 and F10: pickling or copying a planned object raised ctypes' own
+    errors; ``Matmul.alpha`` was accepted after ``free()``."""
+    import copy
+    import pickle
+
+    from cuweave._internal.errors import InvalidStateError
+    from cuweave._internal.lifecycle import NotCopyableError
+
+    f = F.FFT(np.ones(8, complex), execution="cpu")
+    f.plan()
+    m = la.Matmul(np.ones((2, 2)), np.ones((2, 2)), execution="cpu")
+    for obj in (f, m):
+        for how in (pickle.dumps, copy.deepcopy, copy.copy):
+            with pytest.raises(NotCopyableError, match="cannot be pickled or copied") as info:
+                how(obj)
+            assert isinstance(info.value, TypeError)
+    m.free()
+    for name in ("alpha", "beta"):
+        with pytest.raises(InvalidStateError, match=rf"Matmul\.{name}\(\) cannot be called "
+                                                     "after free"):
+            setattr(m, name, 2.0)
+    f.free()
+
+
+def test_empty_dlpack_operand_at_an_odd_address_gets_the_typed_error():
+    """Fuzz finding F13: a size-0 DLPack operand whose address is not a multiple of its item
+    size raised NumPy's untyped "buffer size must be a multiple of element size"."""
+    a = np.ndarray((4, 0), np.float32, buffer=bytearray(18), offset=2)
+    with pytest.raises(InvalidOperandError, match="must not have empty dimensions"):
+        la.matmul(Producer(a), Producer(np.ones((0, 2), np.float32)), execution="cpu")
+
+
+def test_cached_plan_checks_a_read_only_in_place_target_again():
+    """Fuzz finding F03 (issue 33 item 11): a plan-cache hit skipped the in-place checks, so a
+    read-only ``c`` was refused on the first call and written (or failed untyped) after."""
+    frozen = np.frombuffer(np.zeros(4).tobytes(), np.float64).reshape(2, 2)
+    for make in (lambda x: x, Producer):
+        one = make(np.ones((2, 2)))
+        inplace = {"beta": 1.0, "options": {"inplace": True}, "execution": "cpu"}
+        la.matmul(one, one, c=make(np.zeros((2, 2))), **inplace)  # the plan is cached
+        with pytest.raises(InvalidOperandError, match="c must be writable"):
+            la.matmul(one, one, c=make(frozen), **inplace)
+    assert frozen.tolist() == [[0.0, 0.0], [0.0, 0.0]]

@@ -174,7 +174,10 @@ def test_strided_and_fortran_inputs():
     (lambda x: cfft.ihfft(x + 1j), TypeError, "real sequence"),
     (lambda x: cfft.irfft(x[:, :1]), ValueError, "data points"),
     (lambda x: cfft.fft(x.astype(np.longdouble)), TypeError, "dtype must be"),
-    (lambda x: cfft.fft(x.tolist()), TypeError, "NumPy or CuPy array"),
+    (lambda x: cfft.fft({"x": x}), TypeError, "NumPy or CuPy array"),
+    (lambda x: cfft.fft(x, out=np.zeros(x.shape, np.float32)), TypeError,
+     "Cannot cast ufunc 'fft' output from dtype"),
+    (lambda x: cfft.fftn(np.ones((0, 3))), ValueError, "Invalid number of FFT data points"),
     (lambda x: cfft.fft(x[0, 0]), ValueError, "at least one dimension"),
 ])
 def test_errors(call, exc, match):
@@ -381,3 +384,24 @@ def test_byte_swapped_input():
     np.testing.assert_allclose(y, np.fft.fft(x.astype(np.float64)), rtol=1e-12, atol=1e-12)
     z = cfft.hfft(rng_array((3, 5), "complex64").astype(">c8"), n=8)
     assert z.dtype == np.float32 and z.shape == (3, 8)
+
+
+def test_norm_given_as_numpy_string_is_accepted():
+    """``norm=np.str_('ortho')`` is NumPy's own string type: accepted as NumPy accepts it
+    (fuzz finding F11), by the NumPy-style functions and the nvmath-style ones."""
+    import cuweave.fft as F
+    from cuweave.fft import numpy as cfft
+
+    x = np.random.default_rng(3).standard_normal(16) + 0j
+    want = np.fft.fft(x, norm="ortho")
+    np.testing.assert_allclose(cfft.fft(x, norm=np.str_("ortho")), want, atol=1e-12)
+    for _ in range(2):  # the cached plan too
+        np.testing.assert_allclose(F.fft(x, norm=np.str_("ortho"), execution="cpu"), want,
+                                   atol=1e-12)
+
+
+def test_sequences_and_scalars_are_taken_as_numpy_takes_them():
+    """numpy.fft converts lists and scalars with ``np.asarray`` (fuzz finding F14)."""
+    np.testing.assert_allclose(cfft.fft([1.0, 2.0, 3.0]), np.fft.fft([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(cfft.rfft((1, 2, 3, 4)), np.fft.rfft((1, 2, 3, 4)))
+    np.testing.assert_allclose(cfft.fft2([[1, 2], [3, 4j]]), np.fft.fft2([[1, 2], [3, 4j]]))

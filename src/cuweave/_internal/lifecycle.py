@@ -10,9 +10,14 @@ from __future__ import annotations
 from .errors import InvalidStateError
 from .logging import get_logger
 
-__all__ = ["StatefulObject"]
+__all__ = ["StatefulObject", "NotCopyableError"]
 
 _log = get_logger("lifecycle")
+
+
+class NotCopyableError(InvalidStateError, TypeError):
+    """A planned object was pickled or copied (a ``TypeError``, as pickle raises for objects
+    it cannot pickle)."""
 
 
 class StatefulObject:
@@ -32,6 +37,20 @@ class StatefulObject:
 
     _planned: bool = False
     _freed: bool = False
+
+    # A planned object holds library plans, descriptors and device memory that only this
+    # process can use: it is neither pickled nor copied (a typed error, not ctypes' own).
+    def __reduce_ex__(self, protocol):
+        raise NotCopyableError(
+            f"{type(self).__name__} objects cannot be pickled or copied (they hold library "
+            "plans and device memory of this process), got a request to pickle one; create a "
+            "new one from the same arguments instead")
+
+    def __copy__(self):
+        self.__reduce_ex__(2)
+
+    def __deepcopy__(self, memo):
+        self.__reduce_ex__(2)
 
     def _mark_planned(self) -> None:
         self._planned = True

@@ -25,7 +25,14 @@ import math
 import operator
 import sys
 
-from .._internal.errors import InvalidOperandError, InvalidOptionError, UnsupportedLayoutError
+import numpy as np
+
+from .._internal.errors import (
+    CuweaveError,
+    InvalidOperandError,
+    InvalidOptionError,
+    UnsupportedLayoutError,
+)
 from .._internal.options import OptionTypeError  # an argument of the wrong type (a float n)
 from .._internal.packages import array_adapter
 from ._options import NORMS as _NORMS
@@ -40,6 +47,24 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 _MAX_GROUP = 3  # cuFFT transforms at most 3 axes in one plan
+
+
+try:  # NumPy's class for a ufunc output it cannot cast (a TypeError; private but long stable)
+    from numpy._core._exceptions import UFuncTypeError as _UFuncTypeError
+except ImportError:  # pragma: no cover - NumPy 1.x keeps it under numpy.core
+    try:
+        from numpy.core._exceptions import UFuncTypeError as _UFuncTypeError
+    except ImportError:
+        _UFuncTypeError = TypeError
+
+
+class OutCastError(CuweaveError, _UFuncTypeError):
+    """``out`` cannot hold the result under NumPy's ``same_kind`` casting: an instance of
+    NumPy's own ``UFuncTypeError`` (a ``TypeError``), as numpy.fft raises there."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)  # UFuncTypeError's own constructor takes a ufunc
+        self.ufunc = None
 
 
 class AxisError(InvalidOptionError, IndexError):
@@ -79,6 +104,8 @@ def working_precision(ops, x, name: str = "x") -> str:
 # ---- arguments ----------------------------------------------------------------------------------
 def check_norm(norm) -> str:
     """NumPy's ``norm`` (``None`` is ``'backward'``), validated."""
+    if isinstance(norm, str) and type(norm) is not str and norm in _NORMS:
+        norm = str(norm)  # NumPy's np.str_, accepted as NumPy accepts it
     if norm is not None and not (type(norm) is str and norm in _NORMS):
         raise InvalidOptionError(
             f"norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}")
@@ -177,6 +204,10 @@ class Recipe:
                     f"{shape[axes[-1]]}")
         else:
             s, axes = shape_and_axes(shape, s, axes, one_d=one_d)
+        if 0 in s:  # a transformed axis of length 0 (numpy.fft refuses it too)
+            raise InvalidOperandError(
+                f"Invalid number of FFT data points (0) specified: every transformed length "
+                f"must be >= 1, got lengths {list(s)} along axes {list(axes)}")
         real = working_precision(ops, x)
         if want == "real" and ops.kind_size(x)[0] == "c":
             raise OperandTypeError(f"x must be a real sequence for {kind}, got "
@@ -347,10 +378,37 @@ def _finish(y, out):
     return ops.copy_into(out, y)
 
 
+_SEQUENCES = (list, tuple, int, float, complex, np.generic)
+
+
 def transform(kind, x, s, axes, norm, *, one_d=False, execution=None, out=None):
     """Validate and run one NumPy-style transform (the body of every public function)."""
+    if isinstance(x, _SEQUENCES):  # Python sequences and scalars, as numpy.fft takes them
+        x = np.asarray(x)
     r = recipe(kind, x, s, axes, norm, one_d=one_d)
+    if out is not None:
+        _check_out(out, r)
     return _finish(r.run(x, execution=execution), out)
+
+
+def _check_out(out, r) -> None:
+    """``out`` can receive the result under NumPy's ``same_kind`` casting (checked before the
+    transform, as numpy.fft's ufunc-based functions refuse it)."""
+    dtype = getattr(out, "dtype", None)
+    if dtype is None:
+        return  # not an array: _finish reports it
+    if tuple(out.shape) != tuple(r.out_shape):  # NumPy checks the shape before the dtype
+        raise InvalidOperandError(
+            f"out must have the result's shape {tuple(r.out_shape)}, got {tuple(out.shape)}")
+    try:
+        target = np.dtype(str(dtype).replace("torch.", ""))
+    except TypeError:
+        return  # a package dtype NumPy does not know: the copy decides
+    if not np.can_cast(np.dtype(r.out_dtype), target, "same_kind"):
+        raise OutCastError(
+            f"Cannot cast ufunc '{r.kind}' output from dtype('{r.out_dtype}') to "
+            f"dtype('{target}') with casting rule 'same_kind': out dtype must hold the "
+            f"{r.out_dtype} result, got {target}")
 
 
 def _one_d_args(n, axis):

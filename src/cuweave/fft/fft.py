@@ -85,9 +85,13 @@ def _direction(value, fft_type: str) -> FFTDirection:
 
 
 def _check_norm(norm):
-    if norm is not None and not (type(norm) is str and norm in NORMS):
-        raise InvalidOptionError(f"norm must be one of {NORMS}, got {norm!r}")
-    return norm
+    """``norm`` validated, as a plain ``str`` (NumPy's ``np.str_`` is accepted, as NumPy
+    accepts it) or ``None``."""
+    if norm is None or type(norm) is str and norm in NORMS:
+        return norm
+    if isinstance(norm, str) and norm in NORMS:
+        return str(norm)
+    raise InvalidOptionError(f"norm must be one of {NORMS}, got {norm!r}")
 
 
 class FFT(StatefulObject):
@@ -611,7 +615,7 @@ def _options_for(options, fft_type):
 def _call(operand, axes, options, execution, prolog, epilog, stream, norm, direction,
           fft_type):
     """The function forms: wrap once, key, take or make the cached plan, run a fresh call."""
-    _check_norm(norm)  # before it enters a key (an unhashable norm is a user error too)
+    norm = _check_norm(norm)  # before it enters a key (an unhashable norm is a user error too)
     fast = plan = None
     if axes is not None and type(axes) is not tuple:
         axes = coerce_axes(axes)

@@ -553,6 +553,8 @@ class Spec:
         c_given = "c" in ops
         if reread_c and c_given:
             ops["c"] = self.matrix_c(ops["c"])
+        if c_given and self.options.inplace:  # a cached plan's key fixes c's layout, not its
+            check_inplace_target(ops["c"], "c")  # memory: writable, not a conjugated view
         scalars = self.scalars(alpha, beta, c_given)
         scales = self.call_scales(quantization_scales)[1]
         if aux_scale is not None:

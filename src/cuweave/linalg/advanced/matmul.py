@@ -137,6 +137,7 @@ class Matmul(StatefulObject):
 
     @alpha.setter
     def alpha(self, value) -> None:
+        self._require_valid("alpha")  # a freed object takes no new values
         self._set_scalars(self._check_scalar(value, "alpha"), self._scalars[1])
 
     @property
@@ -147,6 +148,7 @@ class Matmul(StatefulObject):
 
     @beta.setter
     def beta(self, value) -> None:
+        self._require_valid("beta")
         self._set_scalars(self._scalars[0], self._check_scalar(value, "beta"))
 
     @property
