@@ -422,7 +422,8 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
     n : int, optional
         Length of the transformed axis: the input is cropped or zero-padded to it.
     axis : int
@@ -499,8 +500,8 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (complex): the first half of a Hermitian-symmetric
-        signal.
+        NumPy/CuPy array, torch tensor or Python sequence (complex): the first half of a
+        Hermitian-symmetric signal.
     n : int, optional
         Length of the real output (default ``2*(m-1)`` for ``m`` input points); the input
         is cropped or zero-padded to ``n//2 + 1`` points.
@@ -510,7 +511,8 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``), fused into the transform on the
         GPU. As NumPy, ``'backward'`` leaves :func:`hfft` unscaled.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -537,7 +539,7 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor of real values.
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
     n : int, optional
         Length of the transformed axis: the input is cropped or zero-padded to it.
     axis : int, optional
@@ -546,7 +548,8 @@ def ihfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``), fused into the transform on the
         GPU. As NumPy, ``'backward'`` scales :func:`ihfft` by ``1/n``.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -600,7 +603,8 @@ def ifftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
     s : sequence of int, optional
         Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
         the input length). Default: the input's lengths. Without ``axes``, the last
@@ -611,7 +615,8 @@ def ifftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -637,7 +642,7 @@ def rfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor of real values.
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
     s : sequence of int, optional
         Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
         the input length). Default: the input's lengths. Without ``axes``, the last
@@ -649,7 +654,8 @@ def rfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -676,7 +682,8 @@ def irfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (complex; the half spectrum along ``axes[-1]``).
+        NumPy/CuPy array, torch tensor or Python sequence (complex; the half spectrum
+        along ``axes[-1]``).
     s : sequence of int, optional
         Lengths of the real output along ``axes`` (default: the input's, with
         ``s[-1] = 2*(m-1)`` for the ``m`` points along ``axes[-1]``). Without ``axes``, the
@@ -687,7 +694,8 @@ def irfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -723,7 +731,8 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
     s : sequence of int, optional
         Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
         the input length). Default: the input's lengths.
@@ -733,7 +742,8 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -759,7 +769,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
     s : sequence of int, optional
         Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
         the input length). Default: the input's lengths.
@@ -769,7 +780,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -795,7 +807,7 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor of real values.
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
     s : sequence of int, optional
         Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
         the input length). Default: the input's lengths.
@@ -806,7 +818,8 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
@@ -834,7 +847,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (complex; the half spectrum along ``axes[-1]``).
+        NumPy/CuPy array, torch tensor or Python sequence (complex; the half spectrum
+        along ``axes[-1]``).
     s : sequence of int, optional
         Lengths of the real output along ``axes`` (default: the input's, with
         ``s[-1] = 2*(m-1)`` for the ``m`` points along ``axes[-1]``).
@@ -844,7 +858,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
         NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
         fused into the transform on the GPU.
     out : array, optional
-        Filled with the result (a copy) and returned; it must have the result's shape.
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
     execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
         cuweave's execution space (default: where ``a`` lives).
 
