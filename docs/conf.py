@@ -58,7 +58,6 @@ nitpick_ignore_regex = [
 # Broken references in docstrings of code another helper is redesigning now (the matmul and
 # FFT engines, cuweave._internal). The lead clears this list after merging that work.
 nitpick_ignore = [
-    ("py:class", "OperandTypeError"),  # cuweave.fft.FFT.reset_operand
     ("py:class", "LTOIR"),  # cuweave.fft.compile_prolog
     ("py:class", "cuweave._internal.lifecycle.StatefulObject"),  # linalg.advanced.matmul
     # new engines merged from main (cuweave.tensor, the device solvers): their helpers fix

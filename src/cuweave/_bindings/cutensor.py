@@ -211,7 +211,27 @@ COMPUTE_DESCRIPTORS = ("16F", "16BF", "TF32", "3XTF32", "32F", "64F", "9X16BF", 
 
 
 class CutensorError(LibraryError):
-    """A cuTENSOR call returned a status other than ``CUTENSOR_STATUS_SUCCESS``."""
+    """A cuTENSOR call returned a status other than ``CUTENSOR_STATUS_SUCCESS``.
+
+    Raised by :mod:`cuweave.tensor` on the GPU; also a ``RuntimeError``.
+
+    Parameters
+    ----------
+    status : int
+        The ``cutensorStatus_t`` value returned (kept as ``status``; its name as
+        ``status_name``).
+    function : str, optional
+        The name of the cuTENSOR function that failed (kept as ``function``).
+    hint : str or None, optional
+        What the user may do about it; ``None`` (the default) uses cuweave's hint for this
+        status, if it has one.
+
+    Examples
+    --------
+    >>> from cuweave.tensor import CutensorError
+    >>> CutensorError(15, "cutensorContract").status_name
+    'CUTENSOR_STATUS_NOT_SUPPORTED'
+    """
 
     library = "cuTENSOR"
     _names = {int(s): f"CUTENSOR_STATUS_{s.name}" for s in Status}

@@ -39,8 +39,24 @@ class InvalidOptionError(CuweaveError, ValueError):
 class UnsupportedLayoutError(CuweaveError, ValueError):
     """A memory layout the library cannot express.
 
-    ``permutation`` (when not ``None``) is an axis order for which a copy of the operand
-    (``x.transpose(permutation).copy()``-like) would be supported.
+    Also a ``ValueError``. Raised, for example, by :mod:`cuweave.fft` when the operand's
+    strides cannot be described to cuFFT as one batched transform.
+
+    Parameters
+    ----------
+    message : str
+        The error message: what layout was given and why it is not supported.
+    permutation : tuple of int or None, optional
+        An axis order for which the operand would be supported after a copy
+        (``x.transpose(permutation).copy()``), or ``None`` (the default) when no such order
+        is known. Kept as the ``permutation`` attribute.
+
+    Examples
+    --------
+    >>> from cuweave import UnsupportedLayoutError
+    >>> e = UnsupportedLayoutError("the batch strides overlap", permutation=(1, 0))
+    >>> e.permutation, isinstance(e, ValueError)
+    ((1, 0), True)
     """
 
     def __init__(self, message: str, permutation: tuple[int, ...] | None = None):
@@ -53,7 +69,27 @@ class InvalidStateError(CuweaveError, RuntimeError):
 
 
 class LibraryNotFoundError(CuweaveError, ImportError):
-    """A native library or Python package is missing; the message names the pip extra."""
+    """A native library or Python package is missing; the message names the pip extra.
+
+    Also an ``ImportError``.
+
+    Parameters
+    ----------
+    library : str
+        The library or package that could not be found (kept as the ``library`` attribute).
+    extra : str
+        The cuweave extra whose install provides it, named in the message as
+        ``pip install 'cuweave[<extra>]'`` (kept as the ``extra`` attribute).
+    detail : str, optional
+        More about the failure (for instance the loader's own message), added to the message
+        in parentheses when not empty.
+
+    Examples
+    --------
+    >>> from cuweave import LibraryNotFoundError
+    >>> print(LibraryNotFoundError("libcufft", "cu13"))
+    libcufft could not be found; install it with `pip install 'cuweave[cu13]'`
+    """
 
     def __init__(self, library: str, extra: str, detail: str = ""):
         self.library = library
@@ -74,7 +110,19 @@ class CudaUnavailableError(CuweaveError, RuntimeError):
 class LibraryError(CuweaveError, RuntimeError):
     """A native library call returned an error status.
 
-    Attributes: ``status`` (int), ``status_name`` (str), ``function`` (str).
+    Also a ``RuntimeError``. The message names the library, the function, the status (by name
+    and number) and, when one is known, a hint on what to do.
+
+    Parameters
+    ----------
+    status : int
+        The status code the library returned (kept as ``status``; its name, or
+        ``UNKNOWN_STATUS_<n>``, as ``status_name``).
+    function : str, optional
+        The name of the library function that failed (kept as ``function``).
+    hint : str or None, optional
+        What the user may do about it. ``None`` (the default) uses the hint the subclass
+        knows for this status, if any.
     """
 
     library = "library"
@@ -94,7 +142,30 @@ class LibraryError(CuweaveError, RuntimeError):
 
 
 class CublasLtError(LibraryError):
-    """A cuBLASLt call returned a status other than CUBLAS_STATUS_SUCCESS."""
+    """A cuBLASLt call returned a status other than ``CUBLAS_STATUS_SUCCESS``.
+
+    Raised by :mod:`cuweave.linalg.advanced` on the GPU; also a ``RuntimeError``.
+
+    Parameters
+    ----------
+    status : int
+        The ``cublasStatus_t`` value returned (kept as ``status``; its name as
+        ``status_name``).
+    function : str, optional
+        The name of the cuBLASLt function that failed (kept as ``function``).
+    hint : str or None, optional
+        What the user may do about it; ``None`` (the default) uses cuweave's hint for this
+        status, if it has one.
+
+    Examples
+    --------
+    >>> from cuweave import CublasLtError
+    >>> e = CublasLtError(3, "cublasLtMatmul")
+    >>> e.status_name
+    'CUBLAS_STATUS_ALLOC_FAILED'
+    >>> print(e)  # doctest: +ELLIPSIS
+    cuBLASLt cublasLtMatmul failed with CUBLAS_STATUS_ALLOC_FAILED (3): the GPU is out of ...
+    """
 
     library = "cuBLASLt"
     _names = {
@@ -125,7 +196,27 @@ class CublasLtError(LibraryError):
 
 
 class CufftError(LibraryError):
-    """A cuFFT call returned a result other than CUFFT_SUCCESS."""
+    """A cuFFT call returned a result other than ``CUFFT_SUCCESS``.
+
+    Raised by :mod:`cuweave.fft` on the GPU; also a ``RuntimeError``.
+
+    Parameters
+    ----------
+    status : int
+        The ``cufftResult`` value returned (kept as ``status``; its name as ``status_name``).
+    function : str, optional
+        The name of the cuFFT function that failed (kept as ``function``).
+    hint : str or None, optional
+        What the user may do about it; ``None`` (the default) uses cuweave's hint for this
+        result, if it has one.
+
+    Examples
+    --------
+    >>> from cuweave import CufftError
+    >>> e = CufftError(8, "cufftMakePlanMany64")
+    >>> e.status_name
+    'CUFFT_INVALID_SIZE'
+    """
 
     library = "cuFFT"
     _names = {
@@ -182,7 +273,27 @@ class CudaDriverError(LibraryError):
 
 class NcclError(LibraryError):
     """An NCCL call returned a result other than ``ncclSuccess`` (``cuweave.distributed``'s GPU
-    data plane)."""
+    data plane).
+
+    Also a ``RuntimeError``.
+
+    Parameters
+    ----------
+    status : int
+        The ``ncclResult_t`` value returned (kept as ``status``; its name as
+        ``status_name``).
+    function : str, optional
+        The name of the NCCL function that failed (kept as ``function``).
+    hint : str or None, optional
+        What the user may do about it; ``None`` (the default) uses cuweave's hint for this
+        result, if it has one.
+
+    Examples
+    --------
+    >>> from cuweave.distributed import NcclError
+    >>> NcclError(4, "ncclAllReduce").status_name
+    'ncclInvalidArgument'
+    """
 
     library = "NCCL"
     _names = {

@@ -80,6 +80,9 @@ class StatefulObject:
 
     @property
     def is_freed(self) -> bool:
+        """``True`` once :meth:`free` has been called (or the object was used as a context
+        manager and its ``with`` block ended); the object then holds no resources and every
+        method but ``free`` raises :class:`~cuweave.InvalidStateError`."""
         return self._freed
 
     def __enter__(self):

@@ -112,6 +112,20 @@ class BaseCUDAMemoryManager(ABC):
 
     @abstractmethod
     def memalloc(self, size: int):
+        """Allocate ``size`` bytes of device memory on ``self.device_id``.
+
+        Parameters
+        ----------
+        size : int
+            The number of bytes to allocate.
+
+        Returns
+        -------
+        object
+            An object owning the memory: a :class:`MemoryPointer`, or any object with the
+            address as ``device_ptr``, ``device_pointer`` or ``ptr`` (and, optionally, a
+            ``free()`` method that releases it).
+        """
         raise NotImplementedError
 
 
@@ -143,6 +157,20 @@ class BaseCUDAMemoryManagerAsync(ABC):
 
     @abstractmethod
     def memalloc_async(self, size: int, stream):
+        """Allocate ``size`` bytes of device memory on ``self.device_id``, ordered on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            The number of bytes to allocate.
+        stream : cuda.core.Stream
+            The stream the memory is used on; it must be usable in stream order there.
+
+        Returns
+        -------
+        object
+            An object owning the memory, as for :meth:`BaseCUDAMemoryManager.memalloc`.
+        """
         raise NotImplementedError
 
 

@@ -74,7 +74,30 @@ def check_enum(value, enum_cls, name: str, *, allow_none: bool = False):
 
 @dataclass(frozen=True)
 class ExecutionCUDA:
-    """Run on CUDA device ``device_id``."""
+    """Execution space: run the operation on a CUDA device.
+
+    Pass it (or ``"cuda"``, or a dict such as ``{"name": "cuda", "device_id": 1}``) as an
+    engine's ``execution=`` argument. Operands already in device memory must live on this
+    device.
+
+    Parameters
+    ----------
+    device_id : int, optional
+        Ordinal of the CUDA device to run on (a non-negative int). The default is device 0.
+    name : {"cuda"}, optional
+        The name of this execution space; always ``"cuda"``. It lets a dict name the space.
+
+    Raises
+    ------
+    InvalidOptionError
+        If ``device_id`` is not a non-negative int or ``name`` is not ``"cuda"``.
+
+    Examples
+    --------
+    >>> from cuweave import ExecutionCUDA
+    >>> ExecutionCUDA(device_id=1)
+    ExecutionCUDA(device_id=1, name='cuda')
+    """
 
     device_id: int = 0
     name: Literal["cuda"] = "cuda"
@@ -90,7 +113,30 @@ class ExecutionCUDA:
 
 @dataclass(frozen=True)
 class ExecutionCPU:
-    """Run on the CPU with ``num_threads`` threads (``None``: all cores)."""
+    """Execution space: run the operation on the CPU.
+
+    Pass it (or ``"cpu"``, or a dict such as ``{"name": "cpu", "num_threads": 4}``) as an
+    engine's ``execution=`` argument.
+
+    Parameters
+    ----------
+    num_threads : int or None, optional
+        Number of CPU threads the operation may use (a positive int). ``None`` (the default)
+        uses as many threads as the machine has CPU cores.
+    name : {"cpu"}, optional
+        The name of this execution space; always ``"cpu"``. It lets a dict name the space.
+
+    Raises
+    ------
+    InvalidOptionError
+        If ``num_threads`` is not a positive int or ``None``, or ``name`` is not ``"cpu"``.
+
+    Examples
+    --------
+    >>> from cuweave import ExecutionCPU
+    >>> ExecutionCPU(num_threads=2).threads
+    2
+    """
 
     num_threads: int | None = None
     name: Literal["cpu"] = "cpu"
@@ -104,6 +150,8 @@ class ExecutionCPU:
 
     @property
     def threads(self) -> int:
+        """The number of threads the CPU path uses: ``num_threads``, or the number of CPU
+        cores (at least 1) when ``num_threads`` is ``None``."""
         return self.num_threads or os.cpu_count() or 1
 
 

@@ -422,7 +422,8 @@ def fft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     Parameters
     ----------
     a : array
-        NumPy/CuPy array or torch tensor (real input is transformed as complex).
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
     n : int, optional
         Length of the transformed axis: the input is cropped or zero-padded to it.
     axis : int
@@ -496,6 +497,32 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     """DFT of a Hermitian-symmetric signal given by its first half, as :func:`numpy.fft.hfft`
     (``n`` real outputs, default ``2*(m-1)``); see :func:`fft`.
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (complex): the first half of a
+        Hermitian-symmetric signal.
+    n : int, optional
+        Length of the real output (default ``2*(m-1)`` for ``m`` input points); the input
+        is cropped or zero-padded to ``n//2 + 1`` points.
+    axis : int, optional
+        Axis to transform (default: the last one).
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``), fused into the transform on the
+        GPU. As NumPy, ``'backward'`` leaves :func:`hfft` unscaled.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Real result in ``a``'s package and memory space.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from cuweave.fft import numpy as cfft
     >>> x = np.array([1, 2j, 3])
@@ -509,6 +536,31 @@ def hfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
 def ihfft(a, n=None, axis=-1, norm=None, out=None, *, execution=None):
     """Inverse of :func:`hfft` for real input, as :func:`numpy.fft.ihfft`; see :func:`fft`.
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
+    n : int, optional
+        Length of the transformed axis: the input is cropped or zero-padded to it.
+    axis : int, optional
+        Axis to transform (default: the last one).
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``), fused into the transform on the
+        GPU. As NumPy, ``'backward'`` scales :func:`ihfft` by ``1/n``.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space, ``n//2 + 1`` long along
+        ``axis``.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from cuweave.fft import numpy as cfft
     >>> x = np.array([1.0, 2.0, 0.5, 4.0])
@@ -548,6 +600,33 @@ def fftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
 def ifftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     """N-D inverse DFT, as :func:`numpy.fft.ifftn`; see :func:`fftn`.
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
+    s : sequence of int, optional
+        Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
+        the input length). Default: the input's lengths. Without ``axes``, the last
+        ``len(s)`` axes.
+    axes : sequence of int, optional
+        Axes to transform (default: all, or the last ``len(s)``); repeated axes are an error.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> import cuweave.fft as F
     >>> x = np.random.default_rng(0).standard_normal((3, 4, 5))
@@ -560,6 +639,34 @@ def ifftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
 def rfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     """N-D DFT of real input, as :func:`numpy.fft.rfftn` (``axes[-1]`` halved); see :func:`fftn`.
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
+    s : sequence of int, optional
+        Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
+        the input length). Default: the input's lengths. Without ``axes``, the last
+        ``len(s)`` axes.
+    axes : sequence of int, optional
+        Axes to transform (default: all, or the last ``len(s)``); repeated axes are an
+        error. ``axes[-1]`` is halved.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space, ``s[-1] // 2 + 1`` long
+        along ``axes[-1]``.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> import cuweave.fft as F
     >>> F.rfftn(np.ones((4, 6), np.float32)).shape
@@ -572,6 +679,33 @@ def irfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
     """Inverse of :func:`rfftn`, as :func:`numpy.fft.irfftn` (default ``s[-1] = 2*(m-1)``);
     see :func:`fftn`.
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (complex; the half spectrum
+        along ``axes[-1]``).
+    s : sequence of int, optional
+        Lengths of the real output along ``axes`` (default: the input's, with
+        ``s[-1] = 2*(m-1)`` for the ``m`` points along ``axes[-1]``). Without ``axes``, the
+        last ``len(s)`` axes.
+    axes : sequence of int, optional
+        Axes to transform (default: all, or the last ``len(s)``); repeated axes are an error.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Real result in ``a``'s package and memory space.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> import cuweave.fft as F
     >>> x = np.random.default_rng(0).standard_normal((4, 7))
@@ -594,6 +728,32 @@ def ihfftn(a, s=None, axes=None, norm=None, out=None, *, execution=None):
 def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
     """2-D DFT, as :func:`numpy.fft.fft2` (:func:`fftn` over the last two axes).
 
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
+    s : sequence of int, optional
+        Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
+        the input length). Default: the input's lengths.
+    axes : sequence of int, optional
+        Axes to transform (default: the last two); repeated axes are an error.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> import cuweave.fft as F
     >>> x = np.random.default_rng(0).standard_normal((2, 4, 5))
@@ -604,17 +764,118 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
-    """2-D inverse DFT, as :func:`numpy.fft.ifft2`; see :func:`fftn`."""
+    """2-D inverse DFT, as :func:`numpy.fft.ifft2`; see :func:`fftn`.
+
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (real input is transformed
+        as complex).
+    s : sequence of int, optional
+        Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
+        the input length). Default: the input's lengths.
+    axes : sequence of int, optional
+        Axes to transform (default: the last two); repeated axes are an error.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((3, 4))
+    >>> bool(np.allclose(F.ifft2(F.fft2(x)), x))
+    True
+    """
     return transform("ifft", a, s, axes, norm, execution=execution, out=out)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
-    """2-D DFT of real input, as :func:`numpy.fft.rfft2`; see :func:`rfftn`."""
+    """2-D DFT of real input, as :func:`numpy.fft.rfft2`; see :func:`rfftn`.
+
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence of real values.
+    s : sequence of int, optional
+        Lengths along ``axes``: the input is cropped or zero-padded to them (``-1`` keeps
+        the input length). Default: the input's lengths.
+    axes : sequence of int, optional
+        Axes to transform (default: the last two); repeated axes are an error. ``axes[-1]``
+        is halved.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Complex result in ``a``'s package and memory space, ``s[-1] // 2 + 1`` long
+        along ``axes[-1]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((4, 6))
+    >>> y = F.rfft2(x)
+    >>> y.shape, bool(np.allclose(y, np.fft.rfft2(x)))
+    ((4, 4), True)
+    """
     return transform("rfft", a, s, axes, norm, execution=execution, out=out)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None, *, execution=None):
-    """Inverse of :func:`rfft2`, as :func:`numpy.fft.irfft2`; see :func:`irfftn`."""
+    """Inverse of :func:`rfft2`, as :func:`numpy.fft.irfft2`; see :func:`irfftn`.
+
+    Parameters
+    ----------
+    a : array
+        NumPy/CuPy array, torch tensor or Python sequence (complex; the half spectrum
+        along ``axes[-1]``).
+    s : sequence of int, optional
+        Lengths of the real output along ``axes`` (default: the input's, with
+        ``s[-1] = 2*(m-1)`` for the ``m`` points along ``axes[-1]``).
+    axes : sequence of int, optional
+        Axes to transform (default: the last two); repeated axes are an error.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        NumPy's normalization (``None`` is ``'backward'``: the inverse scales by ``1/n``),
+        fused into the transform on the GPU.
+    out : array, optional
+        Filled with the result (a copy) and returned; it must have the result's shape and a
+        dtype the result casts to under NumPy's ``same_kind`` rule (checked first).
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        cuweave's execution space (default: where ``a`` lives).
+
+    Returns
+    -------
+    array
+        Real result in ``a``'s package and memory space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.random.default_rng(0).standard_normal((4, 5))
+    >>> bool(np.allclose(F.irfft2(F.rfft2(x), s=x.shape), x))
+    True
+    """
     return transform("irfft", a, s, axes, norm, execution=execution, out=out)
 
 

@@ -160,10 +160,31 @@ class FFT(StatefulObject):
     def reset_operand(self, operand=None, *, stream=None) -> None:
         """Point the plan at a new operand; ``None`` releases it.
 
-        The new operand must come from the same package (else an :class:`OperandTypeError`,
+        The new operand must come from the same package (else an ``OperandTypeError``,
         also a ``TypeError``), have the same dtype and live on the same device; its shape and
         strides may differ where the same plan runs it (equal :meth:`create_key`, e.g. batch
         axes rearranged): the result then follows the new operand's shape.
+
+        Parameters
+        ----------
+        operand : array or None, optional
+            The new operand, compatible with the planned one as above. ``None`` (the default)
+            releases the current operand, as :meth:`release_operand` does.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) kept for later
+            :meth:`execute` calls that name none, as the constructor's ``stream``. Validated
+            but unused with CPU execution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> a, b = np.ones((2, 8), np.complex128), np.arange(16.0).reshape(2, 8) + 0j
+        >>> with FFT(a, axes=(1,)) as f:
+        ...     f.plan()
+        ...     f.reset_operand(b)
+        ...     y = f.execute()
+        >>> bool(np.allclose(y, np.fft.fft(b, axis=1)))
+        True
         """
         self._require_valid("reset_operand")
         if operand is None:
@@ -210,7 +231,20 @@ class FFT(StatefulObject):
 
     def reset_operand_unchecked(self, operand=None, *, stream=None) -> None:
         """Like :meth:`reset_operand` without checks: the caller guarantees the package, dtype
-        and device, and an operand the plan runs (a rearranged layout is still adopted)."""
+        and device, and an operand the plan runs (a rearranged layout is still adopted).
+
+        For hot loops where the operand is known to be compatible; an incompatible one gives
+        wrong results or errors from the library rather than a clear error.
+
+        Parameters
+        ----------
+        operand : array or None, optional
+            The new operand, compatible with the planned one. ``None`` (the default) releases
+            the current operand, as :meth:`release_operand` does.
+        stream : optional
+            CUDA stream kept for later :meth:`execute` calls that name none, as for
+            :meth:`reset_operand`.
+        """
         if operand is None:
             self.release_operand()
             return
@@ -239,7 +273,29 @@ class FFT(StatefulObject):
 
     # ---- keys ------------------------------------------------------------------------------
     def get_key(self, *, prolog=None, epilog=None):
-        """The key of this object's transform with these callbacks (see :meth:`create_key`)."""
+        """The key of this object's transform with these callbacks (see :meth:`create_key`).
+
+        Parameters
+        ----------
+        prolog : DeviceCallable or dict, optional
+            The load callback (LTO-IR) the key is for; ``None`` (the default): no prolog.
+        epilog : DeviceCallable or dict, optional
+            The store callback (LTO-IR) the key is for; ``None`` (the default): no epilog.
+
+        Returns
+        -------
+        tuple
+            A hashable key, equal to :meth:`create_key`'s for this operand, axes, options and
+            execution space.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.zeros((4, 32), np.complex64)
+        >>> with FFT(x, axes=(1,)) as f:
+        ...     f.get_key() == FFT.create_key(x, axes=(1,))
+        True
+        """
         self._require_valid("get_key")
         return public_key(self._spec, prolog, epilog)
 
@@ -252,7 +308,38 @@ class FFT(StatefulObject):
         give the library the same arguments (batch axes rearranged, for instance) share a
         key, and one :class:`FFT` object runs them all (:meth:`reset_operand`). Only the
         operand's metadata is read. For :func:`estimate_workspace_size`; see also
-        :meth:`create_key_from_metadata`.
+        :meth:`create_key_from_metadata`. The key is for use in this process only (not to be
+        saved); a caller using stream-ordered memory pools adds the stream to it.
+
+        Parameters
+        ----------
+        operand : array
+            The operand the transform would run on (only its package, memory space, device,
+            dtype, shape and strides are read).
+        axes : int or sequence of int, optional
+            The transformed axes, as for :class:`FFT`.
+        options : FFTOptions or dict, optional
+            As for :class:`FFT`.
+        execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+            As for :class:`FFT` (default: where the operand lives).
+        prolog : DeviceCallable or dict, optional
+            The load callback (LTO-IR) the key is for; ``None`` (the default): no prolog.
+        epilog : DeviceCallable or dict, optional
+            The store callback (LTO-IR) the key is for; ``None`` (the default): no epilog.
+
+        Returns
+        -------
+        tuple
+            A hashable key of the transform.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> key = FFT.create_key(np.zeros((8, 64), np.complex64), axes=(1,))
+        >>> key == FFT.create_key(np.ones((8, 64), np.complex64), axes=(1,))
+        True
+        >>> key == FFT.create_key(np.ones((8, 64), np.complex128), axes=(1,))
+        False
         """
         options = coerce_options(options, FFTOptions, "options")
         op = wrap(operand, inplace=options.inplace)
@@ -292,7 +379,38 @@ class FFT(StatefulObject):
 
         ``direction`` is the direction the callbacks and ``norm`` (a cuweave extension, NumPy's
         meaning, fused into the transform) are planned for; ``execute`` may use the other direction
-        of a C2C plan only when the scaling is the same.
+        of a C2C plan only when the scaling is the same. Planning again replaces the plan.
+
+        Parameters
+        ----------
+        prolog : DeviceCallable or dict, optional
+            A load callback compiled to LTO-IR (:func:`compile_prolog`), applied to each input
+            element as the transform reads it; ``None`` (the default): none. CUDA execution
+            only.
+        epilog : DeviceCallable or dict, optional
+            A store callback compiled to LTO-IR (:func:`compile_epilog`), applied to each
+            result element as the transform writes it; ``None`` (the default): none. CUDA
+            execution only.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) to plan on, kept for
+            later :meth:`execute` calls that name none. Validated but unused with CPU
+            execution.
+        direction : FFTDirection, {'forward', 'inverse'} or {-1, 1}, optional
+            The direction to plan for. The default is forward for C2C and R2C transforms and
+            inverse for C2R ones; R2C plans must be forward and C2R plans inverse.
+        norm : {None, 'backward', 'ortho', 'forward'}, optional
+            A cuweave extension: NumPy's normalization for the planned ``direction``, fused
+            into the transform. ``None`` (the default) never scales, as nvmath-python.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.arange(8, dtype=np.complex128)
+        >>> with FFT(x) as f:
+        ...     f.plan(direction="inverse", norm="backward")
+        ...     y = f.execute(direction="inverse")
+        >>> bool(np.allclose(y, np.fft.ifft(x)))
+        True
         """
         self._require_valid("plan")
         spec = self._spec
@@ -326,6 +444,29 @@ class FFT(StatefulObject):
         """Run the transform; returns the result in the operand's package.
 
         In-place (``options.inplace``) transforms return the operand itself.
+
+        Parameters
+        ----------
+        direction : FFTDirection, {'forward', 'inverse'} or {-1, 1}, optional
+            The direction to run. ``None`` (the default) runs the direction the plan was made
+            for. A C2C plan runs either direction (with ``norm``, only one whose scaling is
+            the planned one's); R2C runs forward only and C2R inverse only.
+        stream : optional
+            CUDA stream of this execution (int handle, ``__cuda_stream__``, torch/cupy).
+            ``None`` (the default): the stream given to the constructor, :meth:`plan` or
+            :meth:`reset_operand`, else the operand package's current stream. Validated but
+            unused with CPU execution.
+        release_workspace : bool, optional
+            ``True`` returns the work area to the memory pool when the call ends (useful when
+            other work needs the memory between executions, at the cost of allocating it again
+            next time); ``False`` (the default) keeps it for the next call.
+
+        Returns
+        -------
+        array
+            The result, in the operand's package and memory space (on its device). A C2C
+            result has the operand's shape and dtype; an R2C or C2R result differs from it in
+            both (the last transformed axis halved or restored, complex or real).
         """
         ready = self._ready  # None unless planned with an operand
         if (ready is not None and direction is None and stream is None
@@ -370,6 +511,8 @@ class FFT(StatefulObject):
 
     @property
     def workspace_size(self) -> int:
+        """The size in bytes of the work area cuFFT needs to run the plan: 0 before
+        :meth:`plan`, after :meth:`free` and with CPU execution."""
         return self._plan.workspace_size if self._plan is not None else 0
 
 
@@ -688,6 +831,42 @@ def irfft(operand, /, *, axes=None, options=None, execution=None, prolog=None, e
     The output length along ``axes[-1]`` is ``2*(m-1)`` (``options.last_axis_parity='odd'``:
     ``2*(m-1)+1``). As nvmath-python, ``options.fft_type`` is taken as ``'C2R'`` whatever it
     says (the caller's options object is not modified).
+
+    Parameters
+    ----------
+    operand : array
+        A complex array (complex32 on the GPU, complex64, complex128) holding the
+        non-negative-frequency half of a Hermitian-symmetric signal along ``axes[-1]``.
+    axes : int or sequence of int, optional
+        At most 3 transformed axes (default: all); the others are batched. ``axes[-1]`` is
+        the halved axis of length ``m``.
+    options : FFTOptions or dict, optional
+        As for :class:`FFT`; ``last_axis_parity`` chooses the output length.
+    execution : {'cuda', 'cpu'}, ExecutionCUDA, ExecutionCPU or dict, optional
+        As for :class:`FFT` (default: where the operand lives).
+    prolog : DeviceCallable or dict, optional
+        A load callback compiled to LTO-IR; CUDA execution only.
+    epilog : DeviceCallable or dict, optional
+        A store callback compiled to LTO-IR; CUDA execution only.
+    stream : optional
+        CUDA stream of this call, as for :func:`fft`.
+    norm : {None, 'backward', 'ortho', 'forward'}, optional
+        A cuweave extension: NumPy's normalization, fused into the transform. ``None`` (the
+        default) never scales.
+
+    Returns
+    -------
+    array
+        The real result in the operand's package and memory space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import cuweave.fft as F
+    >>> x = np.arange(8, dtype=np.float64)
+    >>> y = F.irfft(F.rfft(x), norm="backward")
+    >>> y.shape, bool(np.allclose(y, x))
+    ((8,), True)
     """
     if options is not None and options is not C2R_ODD:
         options = coerce_options(options, FFTOptions, "options")

@@ -60,7 +60,34 @@ _WHERE: dict = {}  # type(x) -> 'host', 'device' or None (what _classify says of
 
 
 def __ua_function__(method, args, kwargs):
-    """uarray entry point: run ``method`` (a scipy.fft multimethod) or return NotImplemented."""
+    """uarray entry point: run ``method`` (a scipy.fft multimethod) or return NotImplemented.
+
+    SciPy calls it inside :func:`scipy.fft.set_backend` (users do not call it themselves).
+
+    Parameters
+    ----------
+    method : callable
+        The :mod:`scipy.fft` function called (``scipy.fft.rfftn``, say); its ``__name__``
+        says which transform to run.
+    args : tuple
+        The positional arguments it was called with (the array first).
+    kwargs : dict
+        Its keyword arguments (``n``/``s``, ``axis``/``axes``, ``norm``, ``overwrite_x``,
+        ``workers``, ``plan``).
+
+    Returns
+    -------
+    array or NotImplemented
+        The transform's result (an array of the input's package), or ``NotImplemented`` for
+        what this backend leaves to SciPy (see the module's description).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft
+    >>> from cuweave.fft import scipy_backend
+    >>> scipy_backend.__ua_function__(scipy.fft.dct, (np.ones(4),), {})
+    NotImplemented
+    """
     fn = _SERVED.get(getattr(method, "__name__", None))
     if fn is None:
         return NotImplemented

@@ -40,6 +40,35 @@ class Algorithm:
     ``cluster_shape``) are readable and settable; ``capabilities`` is a dict of the
     ``CUBLASLT_ALGO_CAP_*`` values. The CPU backend has a single algorithm with
     ``algorithm_id == -1`` and no configuration.
+
+    Users do not normally make one: :meth:`Matmul.plan` and :meth:`Matmul.autotune` return
+    them, and :meth:`from_numpy` or pickling brings saved ones back.
+
+    Parameters
+    ----------
+    data : bytes or None
+        The 64 opaque bytes of a ``cublasLtMatmulAlgo_t``, or ``None`` for the CPU
+        algorithm.
+    workspace_size : int, optional
+        The workspace in bytes the algorithm needs, as cuBLASLt's heuristics reported it
+        (kept as the ``workspace_size`` attribute). The default is 0.
+    waves_count : float, optional
+        cuBLASLt's estimate of the GPU occupancy: the ratio of the thread blocks launched to
+        those that fit on the GPU at once (kept as ``waves_count``). The default is 0.0.
+
+    Raises
+    ------
+    InvalidOperandError
+        If ``data`` is neither ``None`` nor 64 bytes.
+
+    Examples
+    --------
+    >>> from cuweave.linalg.advanced import Algorithm
+    >>> Algorithm.cpu()
+    Algorithm(cpu)
+    >>> a = Algorithm(bytes(64), workspace_size=1024)
+    >>> a.is_cpu, a.algorithm_id, a.workspace_size
+    (False, 0, 1024)
     """
 
     __slots__ = ("_data", "workspace_size", "waves_count", "_algo")
@@ -57,14 +86,41 @@ class Algorithm:
 
     @classmethod
     def from_heuristic(cls, result) -> Algorithm:
+        """The algorithm of one result of cuBLASLt's heuristics.
+
+        Parameters
+        ----------
+        result : cuweave._bindings.cublaslt.HeuristicResult
+            One ``cublasLtMatmulHeuristicResult_t`` filled by
+            ``cublasLtMatmulAlgoGetHeuristic``: its algorithm bytes, workspace size and
+            waves count are copied.
+
+        Returns
+        -------
+        Algorithm
+        """
         return cls(bytes(result.algo), result.workspaceSize, result.wavesCount)
 
     @classmethod
     def cpu(cls) -> Algorithm:
+        """The single algorithm of the CPU backend (``is_cpu``; ``algorithm_id == -1``).
+
+        Returns
+        -------
+        Algorithm
+
+        Examples
+        --------
+        >>> from cuweave.linalg.advanced import Algorithm
+        >>> Algorithm.cpu().algorithm_id
+        -1
+        """
         return cls(None)
 
     @property
     def is_cpu(self) -> bool:
+        """``True`` for the CPU backend's algorithm (which has no cuBLASLt structure and no
+        configuration), ``False`` for a cuBLASLt algorithm."""
         return self._data is None
 
     @property
@@ -78,12 +134,19 @@ class Algorithm:
 
     @property
     def algorithm_id(self) -> int:
+        """The cuBLASLt algorithm ID (``CUBLASLT_ALGO_CONFIG_ID``, the first field of the
+        opaque structure), or -1 for the CPU algorithm. Algorithms with the same ID differ
+        only in their configuration (tile, stages, split-K, ...)."""
         if self._data is None:
             return -1
         return int.from_bytes(self._data[:4], "little", signed=True)
 
     @property
     def capabilities(self) -> dict:
+        """What this algorithm supports, as a dict from ``CUBLASLT_ALGO_CAP_*`` names (without
+        the prefix, such as ``"SPLITK_SUPPORT"`` or ``"TILE_IDS"``) to cuBLASLt's values;
+        attributes this cuBLASLt version does not know are left out. Read from the GPU
+        library each time; empty for the CPU algorithm."""
         if self._data is None:
             return {}
         caps = {}

@@ -22,7 +22,33 @@ _state: dict = {"path": None}
 
 
 def enable_autotune_cache(path: str | os.PathLike | None) -> None:
-    """Persist autotune winners in ``path`` (``None`` disables)."""
+    """Persist autotune winners in ``path`` (``None`` disables).
+
+    A cuweave extension. Once enabled, :meth:`Matmul.autotune` stores the algorithms it found
+    fastest (in order) in this JSON file, keyed by the GPU, its compute capability, the
+    cuBLASLt version and the planned problem, and a later :meth:`Matmul.plan` of the same
+    problem on the same GPU starts from them. The setting lasts for the process; without it,
+    the ``CUWEAVE_AUTOTUNE_CACHE`` environment variable names the file. Nothing is read or
+    written here: the file is made on the first store.
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or None
+        The JSON file to keep the winners in, or ``None`` to stop persisting them (the
+        environment variable, if set, then applies again).
+
+    Raises
+    ------
+    InvalidOptionError
+        If ``path`` is not a str, bytes, os.PathLike or ``None``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from cuweave.linalg.advanced import enable_autotune_cache
+    >>> enable_autotune_cache(os.path.join(tempfile.gettempdir(), "cuweave-autotune.json"))
+    >>> enable_autotune_cache(None)  # off again
+    """
     if path is not None and not isinstance(path, str | bytes | os.PathLike):
         raise InvalidOptionError(f"path must be a str, os.PathLike or None, got {path!r}")
     _state["path"] = os.fspath(path) if path is not None else None

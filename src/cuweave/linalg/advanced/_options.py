@@ -237,7 +237,28 @@ class MatmulOptions:
 @_keywords_checked
 @dataclass
 class MatmulEpilogPreferences:
-    """Epilog preferences: ``aux_type`` (dtype of ``gelu_aux`` for fp8) and ``aux_amax``."""
+    """Epilog preferences: ``aux_type`` (dtype of ``gelu_aux`` for fp8) and ``aux_amax``.
+
+    Given as the ``epilog`` field of :class:`MatmulPlanPreferences` (or a dict there).
+
+    Parameters
+    ----------
+    aux_type : dtype name, numpy.dtype, CudaDataType or None, optional
+        The dtype of the epilog's auxiliary output (``gelu_aux``). ``None`` (the default)
+        lets it follow the operand and result types. Another type is supported only for fp8
+        matmuls and some epilogs (cuBLASLt's ``CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE``
+        rules); with an fp8 type, ``epilog_inputs`` must also give the auxiliary output's
+        scale as ``"aux_quantization_scale"``.
+    aux_amax : bool, optional
+        ``True`` also returns the absolute maximum of the auxiliary output among the
+        auxiliary outputs; only with an fp8 ``aux_type``. The default is ``False``.
+
+    Examples
+    --------
+    >>> from cuweave.linalg.advanced import MatmulPlanPreferences
+    >>> MatmulPlanPreferences(epilog={"aux_type": "float8_e4m3fn", "aux_amax": True}).epilog
+    MatmulEpilogPreferences(aux_type='float8_e4m3fn', aux_amax=True)
+    """
 
     aux_type: Any = None
     aux_amax: bool = False
@@ -292,10 +313,39 @@ class MatmulPlanPreferences:
 @_keywords_checked
 @dataclass
 class MatmulQuantizationScales:
-    """fp8 per-tensor scales of ``a``, ``b``, ``c`` and ``d`` (``None``: 1).
+    """fp8 per-tensor scales of ``a``, ``b``, ``c`` and ``d`` (``quantization_scales=``).
 
     Each is a Python/NumPy scalar or a 1-element float32 device array (torch/CuPy/...), read
-    at execution time.
+    at execution time. The product computed is, as cuBLASLt defines it,
+    ``d = scale_d * (alpha * scale_a * scale_b * (a @ b) + beta * scale_c * c)``: the ``a``
+    and ``b`` scales turn the stored fp8 values back into real ones, the ``d`` scale turns the
+    result into the range of its fp8 type. As nvmath-python, fp8 operands need the scales of
+    ``a`` and ``b`` (and of ``d`` for an fp8 result); other operands ignore them, with a
+    warning. Block scaling (MXFP8, NVFP4) is not supported yet.
+
+    Parameters
+    ----------
+    a : scalar or array, optional
+        The scale of ``a`` (required for fp8 operands). ``None`` (the default): not given.
+    b : scalar or array, optional
+        The scale of ``b`` (required for fp8 operands). ``None`` (the default): not given.
+    c : scalar or array, optional
+        The scale of ``c``. ``c`` is never fp8 here (float16, bfloat16 or float32), so a
+        matmul refuses it: leave it ``None`` (the default).
+    d : scalar or array, optional
+        The scale of the result: required for an fp8 result, refused for a wider one.
+        ``None`` (the default): not given.
+
+    Raises
+    ------
+    InvalidOptionError
+        If a scale is neither ``None``, a scalar nor a 1-element array.
+
+    Examples
+    --------
+    >>> from cuweave.linalg.advanced import MatmulQuantizationScales
+    >>> MatmulQuantizationScales(a=2.0, b=0.5)
+    MatmulQuantizationScales(a=2.0, b=0.5, c=None, d=None)
     """
 
     a: Any = None

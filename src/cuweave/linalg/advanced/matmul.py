@@ -119,11 +119,20 @@ class Matmul(StatefulObject):
 
     @property
     def algorithms(self) -> list:
+        """The planned algorithms (:class:`Algorithm`), a new list each time: in the
+        heuristics' order after :meth:`plan`, fastest first after :meth:`autotune`. Inspect or
+        configure them, save them (pickle, :meth:`Algorithm.as_numpy`) for a later
+        ``plan(algorithms=...)``, or pass one to ``execute(algorithm=...)``. The CPU has a
+        single algorithm. Reading it before :meth:`plan` raises
+        :class:`~cuweave.InvalidStateError`."""
         self._require_planned("algorithms")
         return list(self._plan.algorithms)
 
     @property
     def alpha(self):
+        """The scale factor of ``a @ b`` used by the next :meth:`execute` (1.0 unless given).
+        Settable: a real scalar for real operands, a real or complex one for complex
+        operands; it takes effect without planning again (as ``reset_operands(alpha=...)``)."""
         return self._scalars[0]
 
     @alpha.setter
@@ -133,6 +142,8 @@ class Matmul(StatefulObject):
 
     @property
     def beta(self):
+        """The scale factor of ``c`` used by the next :meth:`execute` (0.0 without ``c``).
+        Settable like :attr:`alpha`, without planning again."""
         return self._scalars[1]
 
     @beta.setter
@@ -174,14 +185,76 @@ class Matmul(StatefulObject):
         """Replace operands (positional or keyword) with arrays of the planned layout.
 
         Device operands must be at least as aligned as the planned ones (InvalidOperandError
-        otherwise)."""
+        otherwise). Each new operand must come from the planned one's package and match its
+        dtype, shape, strides and device. After :meth:`release_operands`, every operand (and
+        every epilog input the plan needs) must be given again. Arguments left ``None`` keep
+        their current values; at least one must be given.
+
+        Parameters
+        ----------
+        a : array, optional
+            The new ``a``.
+        b : array, optional
+            The new ``b``.
+        c : array, optional
+            The new ``c`` (only when the Matmul was created with ``c``).
+        alpha : scalar, optional
+            The new scale factor of ``a @ b`` (as setting :attr:`alpha`).
+        beta : scalar, optional
+            The new scale factor of ``c`` (as setting :attr:`beta`; ignored, with a
+            warning, without ``c``).
+        quantization_scales : MatmulQuantizationScales or dict, optional
+            New fp8 scales (ignored, with a warning, for other operands).
+        epilog_inputs : dict, optional
+            New epilog inputs of the planned epilog, by name (``"bias"``, ``"relu_aux"``,
+            ``"gelu_aux"``, ...; ``"aux_quantization_scale"`` for an fp8 auxiliary output),
+            each matching the planned one.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) of the following
+            executions. Validated but unused with CPU execution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from cuweave.linalg.advanced import Matmul
+        >>> a, b = np.eye(2), np.arange(4.0).reshape(2, 2)
+        >>> with Matmul(a, b, execution="cpu") as mm:
+        ...     _ = mm.plan()
+        ...     mm.reset_operands(a=2 * a, alpha=0.5)
+        ...     mm.execute().tolist()
+        [[0.0, 1.0], [2.0, 3.0]]
+        """
         self._reset(a, b, c, alpha, beta, quantization_scales, epilog_inputs, stream, True)
 
     def reset_operands_unchecked(self, a=None, b=None, c=None, *, alpha=None, beta=None,
                                  quantization_scales=None, epilog_inputs=None, stream=None):
         """:meth:`reset_operands` without any check: the caller guarantees the planned
         layouts and device pointers at least as aligned as the planned ones (cuBLASLt kernels
-        are chosen for the planned alignment, up to 256 bytes)."""
+        are chosen for the planned alignment, up to 256 bytes).
+
+        For hot loops (a training step swapping in the next batch, say): new arrays are bound
+        without validation, so an incompatible one gives wrong results or errors from the
+        library rather than a clear error.
+
+        Parameters
+        ----------
+        a : array, optional
+            The new ``a``.
+        b : array, optional
+            The new ``b``.
+        c : array, optional
+            The new ``c``.
+        alpha : scalar, optional
+            The new scale factor of ``a @ b``.
+        beta : scalar, optional
+            The new scale factor of ``c``.
+        quantization_scales : MatmulQuantizationScales or dict, optional
+            New fp8 scales.
+        epilog_inputs : dict, optional
+            New epilog inputs of the planned epilog, by name.
+        stream : optional
+            CUDA stream of the following executions.
+        """
         if (c is None and alpha is None and beta is None and quantization_scales is None
                 and stream is None and self._repoint(a, b, epilog_inputs)):
             return
@@ -342,7 +415,50 @@ class Matmul(StatefulObject):
 
         ``epilog_inputs`` as for :func:`~cuweave.linalg.advanced.matmul`: a bias of ``(M,)``
         or ``(M, 1)`` is added to every column (nvmath's meaning, also when ``M == N``);
-        A cuweave extension: ``(1, N)`` adds a bias to every row (torch ``Linear``'s convention)."""
+        A cuweave extension: ``(1, N)`` adds a bias to every row (torch ``Linear``'s convention).
+        Planning again replaces the plan (and its epilog).
+
+        Parameters
+        ----------
+        preferences : MatmulPlanPreferences or dict, optional
+            Filters of cuBLASLt's heuristics (how many algorithms, which kernels, the epilog's
+            auxiliary output type). The default is ``MatmulPlanPreferences()``.
+        algorithms : sequence of Algorithm, optional
+            Algorithms to use instead of running the heuristics, for instance ones saved from
+            an earlier autotuned plan of the same problem (same cuBLASLt version). They must
+            suit this problem.
+        epilog : MatmulEpilog, optional
+            The function applied to the result, ``epilog(alpha * a @ b + beta * c)`` (RELU,
+            GELU, BIAS, their AUX and gradient forms, ...). The default is none.
+        epilog_inputs : dict, optional
+            The inputs the epilog needs, by name: ``"bias"`` for the BIAS epilogs,
+            ``"relu_aux"`` or ``"gelu_aux"`` (the auxiliary output of a forward RELU_AUX or
+            GELU_AUX run) for the DRELU and DGELU ones. Each comes from the operands'
+            package and memory space. A missing one raises an error naming it.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) to plan on, kept for
+            the following executions. Validated but unused with CPU execution.
+
+        Returns
+        -------
+        list of Algorithm
+            The algorithms that suit the problem, in the heuristics' order (fastest expected
+            first); the CPU has one.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from cuweave.linalg.advanced import Matmul, MatmulEpilog
+        >>> a, b = np.ones((2, 3)), np.ones((3, 2))
+        >>> bias = np.array([1.0, -10.0])
+        >>> with Matmul(a, b, execution="cpu") as mm:
+        ...     algorithms = mm.plan(epilog=MatmulEpilog.RELU_BIAS,
+        ...                          epilog_inputs={"bias": bias})
+        ...     mm.execute().tolist()
+        [[4.0, 4.0], [0.0, 0.0]]
+        >>> algorithms
+        [Algorithm(cpu)]
+        """
         self._require_valid("plan")
         call = self._call
         if call is None:
@@ -372,7 +488,27 @@ class Matmul(StatefulObject):
         return list(plan.algorithms)
 
     def applicable_algorithm_ids(self, limit: int = 8) -> list[int]:
-        """Algorithm ids cuBLASLt has for this problem's types (the CPU: ``[-1]``)."""
+        """Algorithm ids cuBLASLt has for this problem's types (the CPU: ``[-1]``).
+
+        Parameters
+        ----------
+        limit : int, optional
+            The largest number of ids to return. The default is 8.
+
+        Returns
+        -------
+        list of int
+            IDs of cuBLASLt algorithms that suit this problem's compute, scale and operand
+            types (in no particular order), or ``[-1]`` with CPU execution.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from cuweave.linalg.advanced import Matmul
+        >>> with Matmul(np.ones((2, 2)), np.ones((2, 2)), execution="cpu") as mm:
+        ...     mm.applicable_algorithm_ids()
+        [-1]
+        """
         self._require_valid("applicable_algorithm_ids")
         if self._spec.on_cpu:
             return [-1]
@@ -385,7 +521,33 @@ class Matmul(StatefulObject):
         ``prune=N`` only the fastest ``N`` are kept.
 
         With the persistent autotune cache on (:func:`enable_autotune_cache`), a plan whose
-        algorithms came from it is already in timed order: nothing is timed again."""
+        algorithms came from it is already in timed order: nothing is timed again.
+
+        The timings run the bound operands (results are written, as by :meth:`execute`).
+        They depend on the GPU's temperature, clocks and load: on a busy or unsteady machine
+        the order found may not be the best. With CPU execution there is one algorithm and
+        nothing is timed.
+
+        Parameters
+        ----------
+        iterations : int, optional
+            How many times each algorithm is run and timed (a positive int). The default is
+            10.
+        prune : int, optional
+            Keep only the ``prune`` fastest algorithms. The default keeps all.
+        release_workspace : bool, optional
+            ``True`` returns the workspace to the memory pool when autotuning ends; ``False``
+            (the default) keeps it for the next call.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) to time on (default:
+            the stored stream, else the package's current one). Validated but unused with CPU
+            execution.
+
+        Returns
+        -------
+        list of Algorithm
+            The algorithms, fastest first (also :attr:`algorithms` from now on).
+        """
         self._require_planned("autotune")
         if not isinstance(iterations, int) or iterations < 1:
             raise InvalidOptionError(f"iterations must be a positive int, got {iterations!r}")
@@ -400,7 +562,30 @@ class Matmul(StatefulObject):
 
     # ---------------------------------------------------------------- execute
     def execute(self, *, algorithm=None, release_workspace: bool = False, stream=None):
-        """Run the planned matmul; returns the result (and an aux dict for aux epilogs)."""
+        """Run the planned matmul; returns the result (and an aux dict for aux epilogs).
+
+        Parameters
+        ----------
+        algorithm : Algorithm, optional
+            One of :attr:`algorithms` to run with. The default is the first one (the best
+            by the heuristics, or by :meth:`autotune`).
+        release_workspace : bool, optional
+            ``True`` returns the workspace to the memory pool when the call ends (useful when
+            other work needs the memory between executions, at the cost of getting it again
+            next time); ``False`` (the default) keeps it.
+        stream : optional
+            CUDA stream (int handle, ``__cuda_stream__``, torch/cupy) of this execution
+            (default: the stored stream, else the package's current one). Validated but
+            unused with CPU execution.
+
+        Returns
+        -------
+        array or tuple
+            The result ``epilog(alpha * a @ b + beta * c)`` in the operands' package and
+            memory space; with ``options.inplace``, ``c`` itself. An epilog with auxiliary
+            outputs (RELU_AUX, GELU_AUX, ...) or ``options.result_amax`` returns
+            ``(result, aux)``, ``aux`` a dict of the auxiliary outputs by name.
+        """
         ready = self._ready
         if (ready is not None and algorithm is None and stream is None
                 and release_workspace is False):

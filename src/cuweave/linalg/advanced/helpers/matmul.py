@@ -252,7 +252,47 @@ def get_block_scale_offset(index, operand_or_shape, block_scaling_format, *, axi
 def to_block_scale(scale_tensor, operand_or_shape, block_scaling_format, *, axis=None,
                    out=None):
     """Copy N-D scales (shaped like the operand with the blocked axis divided by the block
-    size) into cuBLASLt's interleaved 1-D layout; returns ``out`` (new if ``None``)."""
+    size) into cuBLASLt's interleaved 1-D layout; returns ``out`` (new if ``None``).
+
+    ``scale_tensor[..., i, j]`` (``axis=-1``) is the scale of the block
+    ``operand[..., i, j*block:(j+1)*block]``; the result can be passed as the operand's
+    block scales of a block-scaled matmul.
+
+    Parameters
+    ----------
+    scale_tensor : torch.Tensor
+        The N-D scales, of the operand's logical shape with the blocked axis divided by the
+        block size: ``torch.float8_e4m3fn`` or ``torch.uint8`` (read as e4m3) for NVFP4,
+        ``torch.uint8`` (UE8M0 exponents) for MXFP8.
+    operand_or_shape : torch.Tensor or tuple of int
+        The operand the scales apply to, or its logical shape (unpacked: an FP4 operand's
+        packed extent doubled). The unblocked extent must be a multiple of 128 and the
+        blocked one of 4 blocks.
+    block_scaling_format : BlockScalingFormat or str
+        ``"NVFP4"`` (blocks of 16 elements) or ``"MXFP8"`` (blocks of 32); checked against an
+        operand's dtype.
+    axis : {-1, -2}, optional
+        The operand's blocked axis: -1 when blocks run along rows (as for ``a`` of a matmul),
+        -2 when they run along columns (as for ``b``). Required when ``operand_or_shape`` is a
+        shape; inferred from an operand's layout (the contiguous one of its last two axes)
+        when omitted.
+    out : torch.Tensor, optional
+        A 1-D tensor of ``scale_tensor``'s dtype and device, with one element per block, to
+        copy into. ``None`` (the default) makes a new one.
+
+    Returns
+    -------
+    torch.Tensor
+        ``out``: the scales in the interleaved 1-D layout, ``scale_tensor``'s dtype.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import to_block_scale
+    >>> scales = torch.full((128, 4), 127, dtype=torch.uint8)  # 2**0 for each block
+    >>> to_block_scale(scales, (128, 128), "MXFP8", axis=-1).shape
+    torch.Size([512])
+    """
     torch = _torch()
     fmt = _check_format(block_scaling_format)
     _check_tensor(scale_tensor, "scale_tensor", _SCALE_DTYPES[fmt])
@@ -330,7 +370,51 @@ def _dtype_name_of(dt) -> str:
 def expand_block_scale(scales_1d, operand_or_shape, block_scaling_format, *, axis=None,
                        output_dtype="smallest", device=None):
     """Expand interleaved 1-D block scales to the operand's full shape (each element gets the
-    scale of its block). ``"smallest"``: uint8 exponents (MXFP8) or float8_e4m3fn (NVFP4)."""
+    scale of its block). ``"smallest"``: uint8 exponents (MXFP8) or float8_e4m3fn (NVFP4).
+
+    Useful to dequantize by hand: multiply the expanded scales with the operand or result
+    element by element.
+
+    Parameters
+    ----------
+    scales_1d : torch.Tensor
+        The scales in cuBLASLt's interleaved 1-D layout, one per block:
+        ``torch.float8_e4m3fn`` or ``torch.uint8`` (read as e4m3) for NVFP4, ``torch.uint8``
+        (UE8M0 exponents) for MXFP8.
+    operand_or_shape : torch.Tensor or tuple of int
+        The operand, or its logical shape (unpacked): the shape of the result.
+    block_scaling_format : BlockScalingFormat or str
+        ``"NVFP4"`` (blocks of 16 elements) or ``"MXFP8"`` (blocks of 32); checked against an
+        operand's dtype.
+    axis : {-1, -2}, optional
+        The operand's blocked axis: -1 when blocks run along rows (as for ``a`` of a matmul),
+        -2 when they run along columns (as for ``b``). Required when ``operand_or_shape`` is a
+        shape; inferred from an operand's layout (the contiguous one of its last two axes)
+        when omitted.
+    output_dtype : "smallest" or torch.dtype, optional
+        The result's dtype: for NVFP4 ``torch.float8_e4m3fn``, ``float16``, ``float32`` or
+        ``float64``; for MXFP8 ``torch.uint8`` (the exponents as stored), ``float16``,
+        ``float32`` or ``float64`` (the scale values). It must hold every scale without
+        overflow or underflow, else an error is raised. ``"smallest"`` (the default) keeps the
+        stored type (uint8 exponents or float8_e4m3fn).
+    device : {"cuda", "cpu"} or None, optional
+        Where the result lives; ``None`` (the default): ``scales_1d``'s device.
+
+    Returns
+    -------
+    torch.Tensor
+        The scale of each element, of ``operand_or_shape``'s shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import expand_block_scale
+    >>> scales = torch.full((512,), 128, dtype=torch.uint8)  # 2**1 for each block
+    >>> full = expand_block_scale(scales, (128, 128), "MXFP8", axis=-1,
+    ...                           output_dtype=torch.float32)
+    >>> full.shape, full.unique().tolist()
+    (torch.Size([128, 128]), [2.0])
+    """
     torch = _torch()
     fmt = _check_format(block_scaling_format)
     _check_tensor(scales_1d, "scales_1d", _SCALE_DTYPES[fmt])
@@ -349,7 +433,33 @@ def expand_block_scale(scales_1d, operand_or_shape, block_scaling_format, *, axi
 
 def create_mxfp8_scale(x, exponent, stream=None):
     """MXFP8 block scales applying ``2**exponent`` to the whole of ``x`` (interleaved 1-D
-    uint8, on ``x``'s device; ``stream``: a torch stream or handle to create it on)."""
+    uint8, on ``x``'s device; ``stream``: a torch stream or handle to create it on).
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        The operand the scales are for (its blocked axis is inferred from its layout; its
+        unblocked extent must be a multiple of 128 and its blocked one of 128).
+    exponent : int
+        The scale is ``2**exponent``, an int in [-127, 128].
+    stream : torch.cuda.Stream or int, optional
+        The stream (or its handle) to create the scales on, for a CUDA ``x``. ``None`` (the
+        default): torch's current stream.
+
+    Returns
+    -------
+    torch.Tensor
+        One uint8 UE8M0 exponent (``exponent + 127``) per block of 32 elements, in
+        cuBLASLt's interleaved 1-D layout, on ``x``'s device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import create_mxfp8_scale
+    >>> scales = create_mxfp8_scale(torch.zeros(128, 128), 3)
+    >>> scales.shape, scales.unique().tolist()
+    (torch.Size([512]), [130])
+    """
     torch = _torch()
     _check_tensor(x, "x")
     if (not isinstance(exponent, int) or isinstance(exponent, bool)
@@ -369,7 +479,27 @@ def create_mxfp8_scale(x, exponent, stream=None):
 
 def invert_mxfp8_scale(mx_scales):
     """Reciprocals of MXFP8 (UE8M0) scales: ``2**(127 - e)`` for every ``2**(e - 127)``,
-    NaN (255) staying NaN."""
+    NaN (255) staying NaN.
+
+    Parameters
+    ----------
+    mx_scales : torch.Tensor
+        MXFP8 scales: ``torch.uint8`` UE8M0 exponents, of any shape (the interleaved 1-D
+        layout included: the order is kept).
+
+    Returns
+    -------
+    torch.Tensor
+        A new uint8 tensor of ``mx_scales``'s shape holding the reciprocal scales (clamped to
+        the representable range).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import invert_mxfp8_scale
+    >>> invert_mxfp8_scale(torch.tensor([127, 130, 255], dtype=torch.uint8)).tolist()
+    [127, 124, 255]
+    """
     torch = _torch()
     _check_tensor(mx_scales, "mx_scales", ("uint8",))
     inv = (254 - mx_scales.to(torch.int16)).clamp(0, 254).to(torch.uint8)
@@ -378,7 +508,39 @@ def invert_mxfp8_scale(mx_scales):
 
 def apply_mxfp8_scale(x, scales_1d, output_dtype="smallest"):
     """``x`` times its MXFP8 block scales, computed in float64 and returned in the smallest
-    of float16/float32/float64 that holds the result (or ``output_dtype``, checked)."""
+    of float16/float32/float64 that holds the result (or ``output_dtype``, checked).
+
+    For checking results by hand (slow and memory hungry); to get a wider result from a
+    matmul, ask for it with ``MatmulOptions.result_type`` instead.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        The values to scale (an MXFP8 operand or result, or any tensor of that shape); its
+        blocked axis is inferred from its layout.
+    scales_1d : torch.Tensor
+        Its MXFP8 block scales, ``torch.uint8`` UE8M0 exponents in cuBLASLt's interleaved
+        1-D layout (one per block of 32 elements).
+    output_dtype : "smallest" or torch.dtype, optional
+        ``torch.float16``, ``torch.float32`` or ``torch.float64``: the result's dtype, which
+        must hold the result without overflow or underflow (else an error is raised).
+        ``"smallest"`` (the default) picks the narrowest one that does.
+
+    Returns
+    -------
+    torch.Tensor
+        ``x`` with each block multiplied by its scale.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import (
+    ...     apply_mxfp8_scale, create_mxfp8_scale)
+    >>> x = torch.ones(128, 128)
+    >>> y = apply_mxfp8_scale(x, create_mxfp8_scale(x, -2))
+    >>> y.dtype, y.unique().tolist()
+    (torch.float16, [0.25])
+    """
     torch = _torch()
     _check_tensor(x, "x")
     _check_tensor(scales_1d, "scales_1d", ("uint8",))
@@ -397,6 +559,29 @@ def quantize_to_fp4(x, axis):
 
     ``axis=-1``: ``(..., Q)`` -> ``(..., Q//2)`` row-major; ``axis=-2``: ``(..., P, Q)`` ->
     ``(..., P//2, Q)`` column-major. The packed extent must be even; NaN is refused.
+
+    Meant for experiments and tests with FP4 matmuls; for quantizing whole models, tools
+    made for it (torchao, bitsandbytes) are better suited.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        float32 values, 1-D or more (``axis=-2`` needs 2-D or more).
+    axis : {-1, -2}
+        The axis whose consecutive pairs are packed into one byte: -1 (the last) or -2 (the
+        second to last).
+
+    Returns
+    -------
+    torch.Tensor
+        A ``torch.float4_e2m1fn_x2`` tensor on ``x``'s device, ``axis`` halved.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import quantize_to_fp4
+    >>> quantize_to_fp4(torch.zeros(4, 6), axis=-2).shape
+    torch.Size([2, 6])
     """
     torch = _torch()
     _check_tensor(x, "x", ("float32",))
@@ -425,7 +610,30 @@ def quantize_to_fp4(x, axis):
 
 def unpack_fp4(fp4_tensor, axis):
     """Decode a ``torch.float4_e2m1fn_x2`` tensor packed along ``axis`` to float32 (that
-    extent doubled)."""
+    extent doubled).
+
+    The inverse of :func:`quantize_to_fp4`'s packing: ``(..., Q)`` becomes ``(..., 2*Q)``
+    for ``axis=-1`` and ``(..., P, Q)`` becomes ``(..., 2*P, Q)`` for ``axis=-2``.
+
+    Parameters
+    ----------
+    fp4_tensor : torch.Tensor
+        Packed FP4 values (``torch.float4_e2m1fn_x2``), two per byte.
+    axis : {-1, -2}
+        The axis the values were packed along: -1 (the last) or -2 (the second to last).
+
+    Returns
+    -------
+    torch.Tensor
+        float32 values on ``fp4_tensor``'s device, ``axis`` doubled.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from cuweave.linalg.advanced.helpers.matmul import quantize_to_fp4, unpack_fp4
+    >>> unpack_fp4(quantize_to_fp4(torch.tensor([[1.4], [-7.0]]), axis=-2), axis=-2).tolist()
+    [[1.5], [-6.0]]
+    """
     torch = _torch()
     _check_tensor(fp4_tensor, "fp4_tensor", ("float4_e2m1fn_x2",))
     axis = _check_axis(axis, "")
