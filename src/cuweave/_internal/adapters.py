@@ -21,6 +21,7 @@ from .errors import (
     InvalidOperandError,
     InvalidOptionError,
     UnsupportedLayoutError,
+    too_large,
 )
 from .memory import MemoryPointer
 from .registry import ADAPTERS
@@ -380,7 +381,10 @@ def _pinned_empty(shape, dtype, perm) -> Operand | None:
 
 
 def _numpy_empty(shape, dtype, perm) -> Operand:
-    x = np.empty(tuple(shape[p] for p in perm), dtype=numpy_dtype(dtype))
+    try:
+        x = np.empty(tuple(shape[p] for p in perm), dtype=numpy_dtype(dtype))
+    except (MemoryError, ValueError) as e:  # ValueError: "array is too big" (size overflow)
+        raise too_large("the result", shape, dtype, e) from e
     return wrap_numpy(x.transpose(inverse_perm(perm)), "result")
 
 

@@ -36,6 +36,28 @@ class InvalidOptionError(CuweaveError, ValueError):
     """An option, enum value or keyword argument is invalid."""
 
 
+class ResultTooLargeError(InvalidOperandError, MemoryError):
+    """A result (or a buffer the computation needs) does not fit in memory: raised instead of
+    the allocator's plain ``MemoryError`` (still a ``MemoryError``)."""
+
+
+def too_large(what: str, shape, dtype, err: BaseException | None = None) -> ResultTooLargeError:
+    """The :class:`ResultTooLargeError` of ``what`` (shape and dtype named, the size shown)."""
+    import math
+
+    try:
+        import numpy as np
+
+        nbytes = math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize
+        size = f" ({nbytes / 2**30:,.1f} GiB)"
+    except Exception:  # noqa: BLE001 - a dtype NumPy does not know: no size shown
+        size = ""
+    detail = f": {err}" if err is not None else ""
+    return ResultTooLargeError(
+        f"{what} must fit in memory, got shape {tuple(shape)} of {dtype}{size} that could not "
+        f"be allocated{detail}; use smaller operands")
+
+
 class UnsupportedLayoutError(CuweaveError, ValueError):
     """A memory layout the library cannot express.
 

@@ -25,6 +25,7 @@ import numpy as np
 from .._bindings.cutensor import AutotuneMode, CacheMode
 from .._internal import cuda
 from .._internal.dtypes import ITEMSIZE, from_float32
+from .._internal.errors import too_large
 from .._internal.packages import adapter, empty
 from ._cpu import CpuPlan, host_view
 from ._options import Operator
@@ -72,13 +73,16 @@ def _cpu_run(p):
         arrays = [ops[k].host_array() for k in names]
         c = ops.get(addend)
         c = None if c is None else np.broadcast_to(c.host_array(), shape)
-        if threads is None:
-            v = plan.run(arrays, alpha, beta, c)
-        else:
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(limits=threads, user_api="blas"):
+        try:
+            if threads is None:
                 v = plan.run(arrays, alpha, beta, c)
+            else:
+                from threadpoolctl import threadpool_limits
+
+                with threadpool_limits(limits=threads, user_api="blas"):
+                    v = plan.run(arrays, alpha, beta, c)
+        except MemoryError as e:  # the product (or a pair's) is too large for this machine
+            raise too_large("the contraction's result", shape, dtype, e) from e
         if p.has_out:
             out = ops["out"]
             _store(v, out.host_array(), dtype)

@@ -1,9 +1,10 @@
-"""Host memory reached through a generic DLPack producer (fuzz findings F01, F02).
+"""Regressions of the CPU fuzzer's findings (docs/fuzz-findings.md), each named by its id.
 
-F01: a view with negative strides was read and written below its first element (garbage
-results, writes outside the target, heap corruption). F02: memory its producer exports as
-read-only (DLPack's READ_ONLY flag) was written in place. Every check here fails without the
-fixes in ``_internal.arrays.Operand.memory_view`` and ``_internal.overlap``.
+F01: a DLPack view with negative strides was read and written below its first element
+(garbage results, writes outside the target, heap corruption). F02: memory its producer
+exports as read-only (DLPack's READ_ONLY flag) was written in place. The others: conjugated
+views (F05, F22), copies of planned objects (F07, F10), empty DLPack operands (F13), cached
+in-place checks (F03), results too large to allocate (F09). Each check fails without its fix.
 """
 
 from __future__ import annotations
@@ -134,3 +135,22 @@ def test_cached_plan_checks_a_read_only_in_place_target_again():
         with pytest.raises(InvalidOperandError, match="c must be writable"):
             la.matmul(one, one, c=make(frozen), **inplace)
     assert frozen.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_results_too_large_to_allocate_are_a_typed_memory_error():
+    """Fuzz finding F09: results built from zero-stride inputs that cannot be allocated raised
+    NumPy's plain MemoryError; now a ResultTooLargeError (still a MemoryError) naming it."""
+    import cuweave.tensor as T
+    from cuweave._internal.errors import ResultTooLargeError
+
+    def big(shape, dtype):
+        return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape))
+
+    calls = (lambda: la.matmul(big((1 << 24, 1), np.float32), big((1, 1 << 24), np.float32),
+                               execution="cpu"),
+             lambda: T.binary_contraction("i,j->ij", big((1 << 24,), np.float32),
+                                          big((1 << 24,), np.float32), execution="cpu"))
+    for call in calls:
+        with pytest.raises(ResultTooLargeError, match="must fit in memory") as info:
+            call()
+        assert isinstance(info.value, MemoryError)
